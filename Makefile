@@ -1,0 +1,100 @@
+# evalkit. The two commands the README gives:
+#   make all    set up .venv, execute every notebook headless into build/html and write the
+#               reproduction report into build/report
+#   make test   set up .venv and run every test (tests/ and, through nbval, notebooks/)
+# Other targets: make lab, make bench, make lint, make clean, make distclean, make help.
+# Run make from the repository root (or with `make -C path/to/evalkit`).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := all
+.DELETE_ON_ERROR:
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# Written after a successful install; reinstalls only when pyproject.toml changes.
+STAMP := $(VENV)/.evalkit-install.stamp
+BENCH_STAMP := $(VENV)/.evalkit-bench.stamp
+
+# Data: EVALKIT_DATA from the environment wins; otherwise ../shared/data beside the clone,
+# when that folder exists. A single relative folder is made absolute, because notebooks run with
+# notebooks/ as their cwd; a list of folders (separated by ':') is passed on as it is.
+SHARED_DATA := $(abspath $(CURDIR)/../shared/data)
+EVALKIT_DATA ?= $(if $(wildcard $(SHARED_DATA)),$(SHARED_DATA),)
+ifneq ($(strip $(EVALKIT_DATA)),)
+EVALKIT_DATA := $(if $(findstring :,$(EVALKIT_DATA)),$(EVALKIT_DATA),$(abspath $(EVALKIT_DATA)))
+export EVALKIT_DATA
+endif
+
+# Kernels: look in the venv's kernel specs first, so that the `python3` kernel is the venv's
+# python even if the user has another `python3` kernel installed.
+export JUPYTER_PATH := $(CURDIR)/$(VENV)/share/jupyter$(if $(JUPYTER_PATH),:$(JUPYTER_PATH),)
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+# Per-cell time limit (seconds) for headless notebook runs; pytest's nbval limit is in pyproject.
+CELL_TIMEOUT ?= 1200
+NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
+REPORT_ROWS := $(CURDIR)/build/report/rows
+
+.PHONY: all report test lab bench lint setup clean distclean help
+
+all: report ## set up, run every notebook into build/html, write build/report/reproduction_report.*
+
+setup: $(STAMP) ## create .venv and install evalkit with its dev extras
+
+$(PY):
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+	  || { echo "evalkit needs Python >= 3.11; '$(PYTHON)' is older (set PYTHON=...)" >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --progress-bar off -e ".[dev]"
+	@touch $@
+
+# Headless plotting: plain python processes (benchmarks; pytest itself via tests/conftest.py) use
+# MPLBACKEND=Agg. Notebook kernels must NOT inherit it: with MPLBACKEND=Agg ipykernel drops its
+# inline backend and no figure reaches the notebook or the HTML. Hence `env -u MPLBACKEND` below.
+test: $(STAMP) ## set up, run every test: tests/ and every notebook (nbval), see pyproject
+	@rc=0; env -u MPLBACKEND $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests (exit 5); that is a failure" >&2; fi; \
+	exit $$rc
+
+report: $(STAMP) ## the same as make all
+	@if [ -z "$(NOTEBOOKS)" ]; then echo "make report: no notebooks/*.ipynb to run" >&2; exit 1; fi
+	rm -rf build/html build/report
+	mkdir -p build/html $(REPORT_ROWS)
+	@for nb in $(NOTEBOOKS); do \
+	  echo "== executing $$nb"; \
+	  env -u MPLBACKEND EVALKIT_REPORT_DIR=$(REPORT_ROWS) $(PY) -m jupyter nbconvert --to html --execute \
+	    --ExecutePreprocessor.timeout=$(CELL_TIMEOUT) --ExecutePreprocessor.kernel_name=python3 \
+	    --output-dir build/html "$$nb"; \
+	done
+	$(PY) -m evalkit.reproduce $(REPORT_ROWS) build/report
+
+lab: $(STAMP) ## open JupyterLab on notebooks/
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks
+
+bench: export MPLBACKEND := Agg
+bench: $(BENCH_STAMP) ## run every benchmarks/bench_*.py (installs the bench extras)
+	@shopt -s nullglob; files=(benchmarks/bench_*.py); \
+	if [ $${#files[@]} -eq 0 ]; then echo "make bench: no benchmarks/bench_*.py" >&2; exit 1; fi; \
+	for f in "$${files[@]}"; do echo "== $$f"; $(PY) "$$f"; done
+
+$(BENCH_STAMP): pyproject.toml $(STAMP)
+	$(PY) -m pip install --progress-bar off -e ".[dev,bench]"
+	@touch $@
+
+lint: $(STAMP) ## ruff over the package, tests, benchmarks and notebooks
+	$(VENV)/bin/ruff check .
+
+clean: ## remove build outputs and caches (keeps .venv)
+	rm -rf build .pytest_cache .ruff_cache *.egg-info
+	find . -path ./$(VENV) -prune -o \( -name __pycache__ -o -name .ipynb_checkpoints \) -type d -print \
+	  | xargs -r rm -rf
+
+distclean: clean ## clean, and remove .venv too
+	rm -rf $(VENV)
+
+help: ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z]+):.*## /  make \1\t/'

@@ -1,0 +1,122 @@
+"""evalkit: the statistics of LLM evaluation, rebuilt from five papers as tested code and notebooks.
+
+Public names follow one grammar, ``<family>_<action>`` (see the README), and are re-exported here:
+notebooks and users import from ``evalkit`` only.
+"""
+
+from ._checks import EvalkitWarning
+from .clustered import (
+    Estimate,
+    bootstrap_cluster,
+    deff_empirical,
+    deff_from_icc,
+    icc_anova,
+    icc_latent,
+    interval_t,
+    mean_estimate,
+    n_effective,
+    paired_estimate,
+)
+from .data import (
+    LONG_COLUMNS,
+    MISSING_REASONS,
+    STATUSES,
+    EvalMatrix,
+    long_to_matrix,
+    long_validate,
+    matrix_to_long,
+)
+from .datasets import (
+    DATASETS,
+    DatasetChecksumError,
+    DatasetNotFoundError,
+    DatasetSpec,
+    alpaca_pairs,
+    dataset_info,
+    dataset_items,
+    dataset_list,
+    dataset_load,
+    dataset_matrix,
+    dataset_path,
+    dataset_search_path,
+    oll_factors_load,
+    oll_matrix_draw,
+)
+from .montecarlo import mc_coverage_clustered, mc_run, mc_summarise, mc_tolerance
+from .plots import PALETTE, plot_coverage, plot_intervals, plot_mc_errors, plot_style
+from .reproduce import ReproTable, repro_report_write
+from .simulate import (
+    MECHANISMS,
+    simulate_calibrate,
+    simulate_cluster_sizes,
+    simulate_clustered,
+    simulate_icc_observed,
+    simulate_missing,
+)
+from .types import as_rng
+from .widgets import widget_choice, widget_live, widget_slider
+
+__all__ = [
+    "EvalkitWarning",
+    "as_rng",
+    # data model
+    "STATUSES",
+    "MISSING_REASONS",
+    "LONG_COLUMNS",
+    "EvalMatrix",
+    "long_validate",
+    "long_to_matrix",
+    "matrix_to_long",
+    # datasets
+    "DATASETS",
+    "DatasetSpec",
+    "DatasetNotFoundError",
+    "DatasetChecksumError",
+    "dataset_search_path",
+    "dataset_list",
+    "dataset_info",
+    "dataset_path",
+    "dataset_load",
+    "dataset_matrix",
+    "dataset_items",
+    "alpaca_pairs",
+    "oll_factors_load",
+    "oll_matrix_draw",
+    # clustered inference
+    "Estimate",
+    "interval_t",
+    "mean_estimate",
+    "paired_estimate",
+    "bootstrap_cluster",
+    "icc_anova",
+    "icc_latent",
+    "deff_from_icc",
+    "deff_empirical",
+    "n_effective",
+    # simulation
+    "MECHANISMS",
+    "simulate_calibrate",
+    "simulate_icc_observed",
+    "simulate_cluster_sizes",
+    "simulate_clustered",
+    "simulate_missing",
+    # Monte Carlo
+    "mc_run",
+    "mc_summarise",
+    "mc_tolerance",
+    "mc_coverage_clustered",
+    # reproduction report
+    "ReproTable",
+    "repro_report_write",
+    # plots and widgets
+    "PALETTE",
+    "plot_style",
+    "plot_intervals",
+    "plot_coverage",
+    "plot_mc_errors",
+    "widget_live",
+    "widget_slider",
+    "widget_choice",
+]
+
+__version__ = "0.1.0"

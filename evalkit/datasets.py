@@ -1,0 +1,991 @@
+"""The data registry: real evaluation results, found on a search path and verified by checksum.
+
+Every dataset evalkit knows is an entry of :data:`DATASETS` (name -> :class:`DatasetSpec`: files
+with their sha256, licence, upstream source). evalkit **never downloads** anything and the
+repository never holds a copy of the data: the files are looked up as
+``<root>/<folder>/<file>`` on the search path
+
+1. every folder in the environment variable ``EVALKIT_DATA`` (several folders separated by
+   ``os.pathsep``, i.e. ``:`` on Linux/macOS, ``;`` on Windows), in order;
+2. the user cache folder ``$XDG_CACHE_HOME/evalkit`` (``~/.cache/evalkit`` when
+   ``XDG_CACHE_HOME`` is unset).
+
+The first copy found is checked against its sha256 on first use in a process; an absent file
+raises :class:`DatasetNotFoundError`, a corrupted one :class:`DatasetChecksumError`, both with a
+message that names the dataset, the places searched, the expected checksum, the upstream source
+and what to do.
+
+Loaders return the evalkit long table (``model, item, cluster, correct, status`` plus extras; see
+:mod:`evalkit.data`) or, through :func:`dataset_matrix`, its matrix view.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import hashlib
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from .data import EvalMatrix, long_to_matrix, long_validate
+from .types import as_rng
+
+__all__ = [
+    "DATASETS",
+    "DatasetSpec",
+    "DatasetNotFoundError",
+    "DatasetChecksumError",
+    "dataset_search_path",
+    "dataset_list",
+    "dataset_info",
+    "dataset_path",
+    "dataset_load",
+    "dataset_matrix",
+    "dataset_items",
+    "alpaca_pairs",
+    "oll_factors_load",
+    "oll_matrix_draw",
+]
+
+ENV_VAR = "EVALKIT_DATA"
+"""Environment variable holding the data roots (separated by ``os.pathsep``)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Registry
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One registered dataset: where its files live, how to check them and where they come from.
+
+    Attributes
+    ----------
+    name : str
+        Registry key (also the folder name under a data root).
+    folder : str
+        Folder under a data root that holds the files.
+    files : Mapping[str, str]
+        File name -> expected sha256 (hex).
+    licence : str
+        Licence of the upstream data.
+    source : str
+        Upstream repository (``owner/name`` on GitHub).
+    commit : str
+        Upstream commit(s) the files were converted from.
+    description : str
+        One line: what the data are.
+    shape : str
+        Size of the evaluation (models x items).
+    clusters : str
+        The natural clusters of items.
+    missingness : str
+        What is missing and why.
+    notes : str
+        Caveats and citation notes (also see the folder's ``SOURCE.md``).
+    load_options : tuple of str
+        Keyword options :func:`dataset_load` accepts for this dataset.
+    """
+
+    name: str
+    folder: str
+    files: Mapping[str, str]
+    licence: str
+    source: str
+    commit: str
+    description: str
+    shape: str = ""
+    clusters: str = ""
+    missingness: str = ""
+    notes: str = ""
+    load_options: tuple[str, ...] = field(default=(), repr=False)
+
+    @property
+    def source_url(self) -> str:
+        """The upstream repository as a URL."""
+        return f"https://github.com/{self.source}"
+
+    def provenance(self) -> str:
+        """One line of provenance and licence, for notebooks and error messages."""
+        return f"{self.source_url} @ {self.commit} (licence: {self.licence}; see {self.folder}/SOURCE.md)"
+
+
+_SPECS: tuple[DatasetSpec, ...] = (
+    DatasetSpec(
+        name="mmlu_pro_official",
+        folder="mmlu_pro_official",
+        files={
+            "responses_long.csv.gz": "1a5c0c6a47a195e9db9a3aa7061fd11fb87c23f57c7e2b81336118b09bf3496c",
+            "items.csv.gz": "4138849645f031835635d257908bc940f863ff777138db07d30a77fdfae69b24",
+            "matrix_correct_nan_missing.npz": "a551bb8ab6742d11c1c312cb274e203a16255bd3cd05f2dd1c7ee1cad5726886",
+            "model_sources.csv": "42b8f4efb1d6eafe4a3730dab230d966dbfb4072e72b5718a964f3939e375db9",
+        },
+        licence="Apache-2.0",
+        source="TIGER-AI-Lab/MMLU-Pro",
+        commit="f418b116db00b065c2aea046518d8fcf74d39872 (29 model zips); "
+        "ff991b5b7f14a383fd41da3987447ab6c08bf138 (deepseek, gpt4o per-subject files)",
+        description="MMLU-Pro official leaderboard outputs (5-shot CoT), per question",
+        shape="31 models x 12,032 questions",
+        clusters="14 categories; 91 original sources (src)",
+        missingness="35,641 parse failures (0-23% by model); 1,881 missing records (not_run)",
+        notes="The official scorer replaces parse failures by a random guess; evalkit keeps them "
+        "missing (status parse_failure). Model outputs are subject to the models' own terms.",
+        load_options=("cluster", "models"),
+    ),
+    DatasetSpec(
+        name="chembench",
+        folder="chembench",
+        files={
+            "responses_long.csv.gz": "09ae3aef4caefd2e3231e3414dac8687b8b71818165bf7bf6a9a7df34cd7f206",
+            "items.csv.gz": "c43b7ba7343a1456f7dbe5d4a858d861ecb0e49bb12219acff4dc2c6ecf7640f",
+            "mcq_option_probs.csv.gz": "04e226f2cf0919133daa5d8241fd5d81f1a0176f7310f8c3eadcb6f65b7570ee",
+            "matrix_correct.npz": "6a018115e1facad6ca0b2e6afd33a82873486c04b08a596f97cfc009a980076f",
+        },
+        licence="MIT",
+        source="lamalab-org/chembench-paper",
+        commit="8fe22914b81978d180e6182ea982eb58e2e0e8dc",
+        description="ChemBench per-model, per-question reports",
+        shape="35 model runs x 2,788 questions",
+        clusters="9 topics; 67 source collections (source_dir); human difficulty on 853 items",
+        missingness="964 refusal rows (keyword flag, noisy); 800 parse failures",
+        notes="Several runs are variants of one model (-T-one, -react, log_prob*, random_baseline, "
+        "paper-qa). ChemBench scores refusals and parse failures; that score is kept in "
+        "correct_reported.",
+        load_options=("cluster",),
+    ),
+    DatasetSpec(
+        name="livecodebench_gen",
+        folder="livecodebench_gen",
+        files={
+            "responses_long.csv.gz": "e6dcf677b84fdc845af0af9c872c3048418546d395c0c36e97aa51e12f420816",
+            "items.csv": "1be52bca2f8d566b85783c59da01a192834be492f13d5f0c52a109f2223675e7",
+            "models.csv": "eec65eabc3e368b033a7ce853f1da50e17204ebf463982ecb592ed558202896e",
+            "matrix_pass_at_1_pct.npz": "95c1d9a90fdd3f1ca773e2eb704578db25a34cd0e1f124fbf6a2dbf55f48e806",
+        },
+        licence="CC BY-SA 4.0",
+        source="LiveCodeBench/livecodebench.github.io",
+        commit="8ed5690cdc26265076a803380e84f5c5848a0ce1",
+        description="LiveCodeBench code generation pass@1 per model and problem",
+        shape="45 models x 400 problems",
+        clusters="difficulty easy/medium/hard (platform-assigned); platform; contest date",
+        missingness="none",
+        notes="correct = majority of samples passing (pass@1 >= 50%); no problem text.",
+        load_options=("cluster",),
+    ),
+    DatasetSpec(
+        name="alpaca_eval",
+        folder="alpaca_eval",
+        files={
+            "judgments_long.csv.gz": "3b305e4713a317e527a1141e5e0ba8c21b59a7ca43458d5b517b3401d3bbfad8",
+            "items.csv.gz": "0717170337433e5647983d0ce335a4d40308abe816e8735db92ff46988e8f9b2",
+            "model_output_lengths.csv.gz": "48611ab81267fa87d6f34d2249190a5a79882df52b9dbb39a29f09db6437c604",
+        },
+        licence="Apache-2.0",
+        source="tatsu-lab/alpaca_eval",
+        commit="cd543a149df89434d8a54582c0151c0b945c3d20",
+        description="AlpacaEval per-instruction judge preferences vs a fixed reference model",
+        shape="103 models x 805 instructions (58 under the AlpacaEval 2 judge)",
+        clusters="5 source datasets",
+        missingness="64 missing judgments (no_preference -> error); a few absent rows (not_run)",
+        notes="preference: 1 = reference preferred, 2 = model preferred, 0 or 1.5 = draw "
+        "(continuous for the weighted judge); model_wins = preference > 1.5.",
+        load_options=("annotator",),
+    ),
+    DatasetSpec(
+        name="uncertainty_emotion",
+        folder="uncertainty_emotion",
+        files={
+            "option_probs_long.csv.gz": "b34040e81fcbd6154d4111f497e92de6172488cdd46281bba527c95b6dbac4b0",
+            "items.csv.gz": "12bd85a08b8bb1f3910d35b33e6673f8257d07c28189599b4142d80ffcd3f9af",
+            "option_labels.json": "a3af0ba1a80690b56aed84edd975598d995f2ff399b88fe043b227a4f873b674",
+        },
+        licence="MIT (upstream smartyfh/LLM-Uncertainty-Bench; the fork has no LICENSE file)",
+        source="colts661/LLM-Uncertainty-Bench",
+        commit="cfc8c3f4063430b6a5731afbd457c24f0b0b6823",
+        description="Option probabilities of 11 open models on a 6-option emotion MCQA",
+        shape="35 model x prompt x icl runs x 10,000 items (10 models under task/icl1)",
+        clusters="4 gold emotions (Joy, Sadness, Anger, Fear)",
+        missingness="none",
+        notes="Options A-F = Sadness, Joy, Anger, Fear, I don't know, None of the above. The "
+        "Emotion data (dair-ai/emotion) have their own terms: teaching use; check before "
+        "re-publishing.",
+        load_options=("prompt", "icl"),
+    ),
+    DatasetSpec(
+        name="oll_v2_factor_model",
+        folder="oll_v2_factor_model",
+        files={
+            "mmlu_pro_factors_nfobs=None_p=1.0.npz": "16d28418bbdfa8436d601ac16c6a4c049a2d192e5f78de250622e59be4baceb1",
+            "mmlu_pro_items.csv": "5f42b6999a2b542e4f5829f7059974fb64c4e500f409f38d901515ead3ed2cee",
+            "bbh_gpqa_ifeval_math_musr_factors_nfobs=None_p=1.0.npz": (
+                "8ee54f956a5f1d0c87d423c3f50192712e8a4cee9da3b86a6e50db86591cc64b"
+            ),
+            "bbh_gpqa_ifeval_math_musr_items.csv": "72473a69c1f82223ea574abb10d3fb7ec24566eb865f33bddbd078e130bcb6fb",
+        },
+        licence="Apache-2.0",
+        source="skbwu/efficiently-evaluating-llms",
+        commit="cb931006fcebe82c34445a2a0c6d7831314b77c7",
+        description="Fitted logistic factor models of the Open LLM Leaderboard v2 (NOT responses)",
+        shape="U 2,212 x 64, V 12,032 x 64 (MMLU-Pro); U 2,211 x 64, V 9,574 x 64 (BBH+GPQA+IFEval+MATH+MuSR)",
+        clusters="38 subtasks (second suite); none for MMLU-Pro",
+        missingness="none (parameters); draw matrices with oll_matrix_draw",
+        notes="Draws Y ~ Bernoulli(sigmoid(U V')) are semi-synthetic: a fitted model of the real "
+        "leaderboard, not its responses. Model names are not included.",
+    ),
+)
+
+DATASETS: Mapping[str, DatasetSpec] = MappingProxyType({s.name: s for s in _SPECS})
+"""The registry: dataset name -> :class:`DatasetSpec` (read-only)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------------------------
+
+
+class DatasetNotFoundError(FileNotFoundError):
+    """A registered data file is on none of the search-path roots."""
+
+
+class DatasetChecksumError(ValueError):
+    """A data file was found but its sha256 is not the registered one."""
+
+
+# --------------------------------------------------------------------------------------------
+# Search path and verification
+# --------------------------------------------------------------------------------------------
+
+
+def _cache_root() -> Path:
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "evalkit"
+
+
+def dataset_search_path() -> list[tuple[Path, str]]:
+    """The data roots evalkit searches, in order, each with where it came from.
+
+    Returns
+    -------
+    list of (Path, str)
+        ``(root, origin)`` pairs: the folders of ``EVALKIT_DATA`` (origin ``"EVALKIT_DATA"``)
+        then the user cache folder (origin ``"user cache"``). Read afresh on every call, so
+        changing ``os.environ`` takes effect immediately.
+    """
+    roots: list[tuple[Path, str]] = []
+    env = os.environ.get(ENV_VAR, "")
+    for part in env.split(os.pathsep):
+        if part.strip():
+            roots.append((Path(part.strip()).expanduser(), ENV_VAR))
+    roots.append((_cache_root(), "user cache"))
+    return roots
+
+
+_VERIFIED: dict[tuple[str, int, int], str] = {}
+"""(resolved path, size, mtime_ns) -> sha256 of files already verified in this process."""
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _spec(name: str) -> DatasetSpec:
+    if not isinstance(name, str):
+        raise TypeError(f"dataset name must be a str, got {type(name).__name__}")
+    try:
+        return DATASETS[name]
+    except KeyError:
+        close = difflib.get_close_matches(name, list(DATASETS), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ValueError(
+            f"unknown dataset {name!r}.{hint} Registered datasets: {sorted(DATASETS)} (see evalkit.dataset_list())"
+        ) from None
+
+
+def _what_to_do(spec: DatasetSpec) -> str:
+    return (
+        f"What to do: set {ENV_VAR} to the folder that holds {spec.folder}/ (in the evalkit "
+        f"workspace that is ../shared/data, e.g. `export {ENV_VAR}=/path/to/shared/data`; "
+        f"separate several folders with {os.pathsep!r}), or copy the folder {spec.folder}/ "
+        f"into {_cache_root()}/. Get the files from {spec.source_url} at commit {spec.commit} "
+        f"(see {spec.folder}/SOURCE.md). evalkit never downloads data."
+    )
+
+
+def _locate(spec: DatasetSpec, filename: str) -> tuple[Path | None, list[tuple[Path, str]]]:
+    searched = []
+    for root, origin in dataset_search_path():
+        candidate = root / spec.folder / filename
+        searched.append((candidate, origin))
+        if candidate.is_file():
+            return candidate, searched
+    return None, searched
+
+
+def dataset_path(name: str, filename: str) -> Path:
+    """The verified path of one file of a registered dataset.
+
+    The file is looked up as ``<root>/<folder>/<filename>`` on :func:`dataset_search_path`; the
+    first copy found is checked against the registered sha256 (once per process and file).
+
+    Parameters
+    ----------
+    name : str
+        Registered dataset name (see :func:`dataset_list`).
+    filename : str
+        One of ``dataset_info(name).files``.
+
+    Returns
+    -------
+    Path
+        Absolute path of a file whose checksum matches the registry.
+
+    Raises
+    ------
+    ValueError
+        Unknown dataset or file name.
+    DatasetNotFoundError
+        The file is on none of the roots (a ``FileNotFoundError``).
+    DatasetChecksumError
+        The first copy found has another sha256 (a ``ValueError``).
+    """
+    spec = _spec(name)
+    if filename not in spec.files:
+        raise ValueError(f"dataset {name!r} has no file {filename!r}; its files are {sorted(spec.files)}")
+    expected = spec.files[filename]
+    path, searched = _locate(spec, filename)
+    if path is None:
+        env = os.environ.get(ENV_VAR)
+        env_line = (
+            f"{ENV_VAR} is set to {env!r}." if env else f"{ENV_VAR} is not set, so only the user cache was searched."
+        )
+        places = "\n".join(f"  - {p}  ({origin})" for p, origin in searched)
+        raise DatasetNotFoundError(
+            f"dataset {name!r}: file {filename!r} was not found.\n"
+            f"Places searched (in order):\n{places}\n{env_line}\n"
+            f"Expected sha256: {expected}\n"
+            f"Upstream source: {spec.provenance()}\n"
+            f"{_what_to_do(spec)}"
+        )
+    path = path.resolve()
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    actual = _VERIFIED.get(key) or _sha256(path)
+    if actual != expected:
+        raise DatasetChecksumError(
+            f"dataset {name!r}: file {str(path)!r} is corrupted or a different version.\n"
+            f"Expected sha256: {expected}\nActual sha256:   {actual}\n"
+            f"Upstream source: {spec.provenance()}\n"
+            f"What to do: replace {path} with an intact copy of the registered version (or remove "
+            f"it so that the next folder on the search path is used: "
+            f"{[str(r) for r, _ in dataset_search_path()]}). {_what_to_do(spec)}"
+        )
+    _VERIFIED[key] = actual
+    return path
+
+
+def _found(spec: DatasetSpec) -> bool:
+    return all(_locate(spec, f)[0] is not None for f in spec.files)
+
+
+def dataset_list() -> pd.DataFrame:
+    """The registered datasets and whether their files are on the search path.
+
+    Returns
+    -------
+    DataFrame
+        One row per dataset with columns ``name, description, shape, clusters, missingness,
+        licence, source, commit, found`` (``found``: every file present on the search path;
+        checksums are verified only when a file is used).
+    """
+    rows = [
+        {
+            "name": s.name,
+            "description": s.description,
+            "shape": s.shape,
+            "clusters": s.clusters,
+            "missingness": s.missingness,
+            "licence": s.licence,
+            "source": s.source,
+            "commit": s.commit,
+            "found": _found(s),
+        }
+        for s in _SPECS
+    ]
+    return pd.DataFrame(rows)
+
+
+def dataset_info(name: str) -> DatasetSpec:
+    """The registry entry of a dataset.
+
+    Parameters
+    ----------
+    name : str
+        Registered dataset name (see :func:`dataset_list`).
+
+    Returns
+    -------
+    DatasetSpec
+        Files and sha256, licence, source, description; ``.provenance()`` gives one line for
+        notebooks.
+
+    Raises
+    ------
+    ValueError
+        Unknown dataset name.
+    """
+    return _spec(name)
+
+
+# --------------------------------------------------------------------------------------------
+# Cached raw reads (return copies)
+# --------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=8)
+def _read_csv_cached(path: str, stamp: tuple[int, int]) -> pd.DataFrame:
+    return pd.read_csv(path, low_memory=False)
+
+
+@functools.lru_cache(maxsize=4)
+def _read_npz_cached(path: str, stamp: tuple[int, int]) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns
+
+
+def _read_csv(name: str, filename: str) -> pd.DataFrame:
+    path = dataset_path(name, filename)
+    return _read_csv_cached(str(path), _stamp(path)).copy()
+
+
+def _read_npz(name: str, filename: str) -> dict[str, np.ndarray]:
+    path = dataset_path(name, filename)
+    return {k: v.copy() for k, v in _read_npz_cached(str(path), _stamp(path)).items()}
+
+
+# --------------------------------------------------------------------------------------------
+# Loaders
+# --------------------------------------------------------------------------------------------
+
+
+def _choice(value: Any, allowed: tuple[str, ...], what: str) -> Any:
+    if value not in allowed:
+        raise ValueError(f"{what} must be one of {list(allowed)}, got {value!r}")
+    return value
+
+
+def _finish(df: pd.DataFrame, first: tuple[str, ...] = ()) -> pd.DataFrame:
+    lead = ["model", "item", "cluster", "correct", "status", *first]
+    cols = lead + [c for c in df.columns if c not in lead]
+    return long_validate(df[cols].reset_index(drop=True))
+
+
+def _load_mmlu_pro(*, cluster: str = "category", models: Any = None) -> pd.DataFrame:
+    col = {"category": "group", "src": "src"}[_choice(cluster, ("category", "src"), "cluster")]
+    raw = _read_csv("mmlu_pro_official", "responses_long.csv.gz")
+    if models is not None:
+        wanted = [models] if isinstance(models, str) else list(models)
+        unknown = sorted(set(wanted) - set(raw["model"].unique()))
+        if unknown:
+            raise ValueError(f"unknown MMLU-Pro models {unknown}; available: {sorted(raw['model'].unique())}")
+        raw = raw[raw["model"].isin(wanted)]
+    status = raw["status"].map({"ok": "ok", "parse_failure": "parse_failure", "no_record": "not_run"})
+    if status.isna().any():
+        raise ValueError(f"unexpected MMLU-Pro status values {sorted(set(raw['status'][status.isna()]))}")
+    out = pd.DataFrame(
+        {
+            "model": raw["model"],
+            "item": raw["item"].astype(str),
+            "cluster": raw[col],
+            "correct": raw["correct"].where(status == "ok"),
+            "status": status,
+            "category": raw["group"],
+            "src": raw["src"],
+            "pred": raw["pred"],
+            "answer": raw["answer"],
+        }
+    )
+    return _finish(out)
+
+
+def _load_chembench(*, cluster: str = "topic") -> pd.DataFrame:
+    col = {"topic": "group", "source_dir": "source_dir"}[_choice(cluster, ("topic", "source_dir"), "cluster")]
+    raw = _read_csv("chembench", "responses_long.csv.gz")
+    status = raw["status"].map({"ok": "ok", "refusal_flag": "refusal", "parse_failure": "parse_failure"})
+    if status.isna().any():
+        raise ValueError(f"unexpected ChemBench status values {sorted(set(raw['status'][status.isna()]))}")
+    reported = raw["correct"].astype(float)
+    difficulty = raw["difficulty"].str.removeprefix("difficulty-")
+    out = raw.drop(columns=["correct", "status", "group", "difficulty"]).assign(
+        cluster=raw[col],
+        correct=reported.where(status == "ok"),
+        status=status,
+        correct_reported=reported,
+        topic=raw["group"],
+        difficulty=difficulty,
+    )
+    return _finish(out, ("correct_reported", "topic", "source_dir", "difficulty", "qtype", "triggered_refusal"))
+
+
+def _load_livecodebench(*, cluster: str = "difficulty") -> pd.DataFrame:
+    _choice(cluster, ("difficulty", "platform"), "cluster")
+    raw = _read_csv("livecodebench_gen", "responses_long.csv.gz")
+    out = pd.DataFrame(
+        {
+            "model": raw["model"],
+            "item": raw["item"],
+            "cluster": raw[cluster],
+            "correct": raw["correct_majority"].astype(float),
+            "status": "ok",
+            "pass_at_1": raw["pass_at_1_pct"] / 100.0,
+            "difficulty": raw["difficulty"],
+            "platform": raw["platform"],
+            "contest_date": raw["contest_date"],
+        }
+    )
+    return _finish(out)
+
+
+_ALPACA_DEFAULT = "weighted_alpaca_eval_gpt4_turbo"
+
+
+def _alpaca_raw(annotator: str) -> pd.DataFrame:
+    raw = _read_csv("alpaca_eval", "judgments_long.csv.gz")
+    available = sorted(raw["annotator"].unique())
+    if annotator not in available:
+        raise ValueError(f"unknown AlpacaEval annotator {annotator!r}; available: {available}")
+    return raw[raw["annotator"] == annotator]
+
+
+def _load_alpaca(*, annotator: str = _ALPACA_DEFAULT) -> pd.DataFrame:
+    raw = _alpaca_raw(annotator)
+    status = raw["status"].map({"ok": "ok", "no_preference": "error"})
+    if status.isna().any():
+        raise ValueError(f"unexpected AlpacaEval status values {sorted(set(raw['status'][status.isna()]))}")
+    out = pd.DataFrame(
+        {
+            "model": raw["model"],
+            "item": raw["item_id"],
+            "cluster": raw["dataset"],
+            "correct": raw["model_wins"].where(status == "ok"),
+            "status": status,
+            "preference": raw["preference"],
+            "reference_model": raw["reference_model"],
+            "annotator": raw["annotator"],
+            "len_1": raw["len_1"],
+            "len_2": raw["len_2"],
+        }
+    )
+    return _finish(out)
+
+
+def _load_emotion(*, prompt: str | None = "task", icl: str | None = "icl1") -> pd.DataFrame:
+    raw = _read_csv("uncertainty_emotion", "option_probs_long.csv.gz")
+    for col, value in (("prompt", prompt), ("icl", icl)):
+        if value is not None:
+            _choice(value, tuple(sorted(raw[col].unique())), col)
+            raw = raw[raw[col] == value]
+    items = _read_csv("uncertainty_emotion", "items.csv.gz").set_index("id")["gold_label"]
+    model = raw["model"]
+    if prompt is None or icl is None:
+        model = raw["model"] + "/" + raw["prompt"] + "/" + raw["icl"]
+    probs = [f"p_{k}" for k in "ABCDEF"]
+    out = pd.DataFrame(
+        {
+            "model": model,
+            "item": raw["id"].astype(str),
+            "cluster": raw["id"].map(items),
+            "correct": raw["correct"].astype(float),
+            "status": "ok",
+            "prompt": raw["prompt"],
+            "icl": raw["icl"],
+            **{p: raw[p] for p in probs},
+            "p_correct": raw["p_correct"],
+            "answer": raw["answer"],
+            "pred": raw["pred"],
+        }
+    )
+    return _finish(out)
+
+
+def _load_oll(**options: Any) -> pd.DataFrame:
+    raise ValueError(
+        "oll_v2_factor_model holds fitted factor models, not responses: use "
+        "evalkit.oll_matrix_draw(suite, seed=...) for a semi-synthetic matrix (and .to_long() for "
+        "its long table) or evalkit.oll_factors_load(suite) for U, V"
+    )
+
+
+_LOADERS: dict[str, Callable[..., pd.DataFrame]] = {
+    "mmlu_pro_official": _load_mmlu_pro,
+    "chembench": _load_chembench,
+    "livecodebench_gen": _load_livecodebench,
+    "alpaca_eval": _load_alpaca,
+    "uncertainty_emotion": _load_emotion,
+    "oll_v2_factor_model": _load_oll,
+}
+
+_LOADER_FILES: dict[str, tuple[str, ...]] = {
+    "mmlu_pro_official": ("responses_long.csv.gz",),
+    "chembench": ("responses_long.csv.gz",),
+    "livecodebench_gen": ("responses_long.csv.gz",),
+    "alpaca_eval": ("judgments_long.csv.gz",),
+    "uncertainty_emotion": ("option_probs_long.csv.gz", "items.csv.gz"),
+}
+"""The files each loader reads (the in-process cache is keyed on their size and mtime)."""
+
+_ITEM_COLUMNS: dict[str, tuple[str, ...]] = {
+    "mmlu_pro_official": ("category", "src"),
+    "chembench": ("topic", "source_dir", "difficulty", "qtype"),
+    "livecodebench_gen": ("difficulty", "platform", "contest_date"),
+    "alpaca_eval": (),
+    "uncertainty_emotion": (),
+}
+
+
+def _options_key(options: Mapping[str, Any]) -> tuple:
+    def freeze(v: Any) -> Any:
+        if isinstance(v, (list, tuple, set, np.ndarray, pd.Index, pd.Series)):
+            return ("__seq__", tuple(v))
+        return v
+
+    return tuple(sorted((k, freeze(v)) for k, v in options.items()))
+
+
+@functools.lru_cache(maxsize=8)
+def _load_cached(name: str, options_key: tuple, stamps: tuple) -> pd.DataFrame:
+    options = {k: (list(v[1]) if isinstance(v, tuple) and v and v[0] == "__seq__" else v) for k, v in options_key}
+    return _LOADERS[name](**options)
+
+
+def _check_options(spec: DatasetSpec, options: Mapping[str, Any]) -> None:
+    unknown = sorted(set(options) - set(spec.load_options))
+    if unknown and spec.name != "oll_v2_factor_model":
+        raise TypeError(
+            f"dataset_load({spec.name!r}) got unknown options {unknown}; "
+            f"its options are {list(spec.load_options) or 'none'}"
+        )
+
+
+def dataset_load(name: str, **options: Any) -> pd.DataFrame:
+    """Load a registered dataset as the evalkit long table.
+
+    The table has ``model, item, cluster, correct, status`` (see :mod:`evalkit.data`) and the
+    extra columns listed below; it passes :func:`evalkit.long_validate`. ``correct`` is NaN
+    whenever ``status != "ok"``. Parsed tables are cached in-process; each call returns a copy.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`DATASETS`.
+    **options
+        Per dataset:
+
+        ``mmlu_pro_official``
+            ``cluster="category"`` (14 subjects, default) or ``"src"`` (91 original sources);
+            ``models=`` a model id or list of ids to keep. Status: ``ok``, ``parse_failure``
+            (no answer letter extracted; the official scorer guesses at random instead),
+            ``not_run`` (question absent from the model's output file). Extras: ``category,
+            src, pred, answer``. 31 x 12,032 rows.
+        ``chembench``
+            ``cluster="topic"`` (9, default) or ``"source_dir"`` (67). Status: ``ok``,
+            ``refusal`` (keyword-based refusal flag without parse failure), ``parse_failure``.
+            Extras: ``correct_reported`` (ChemBench's own 0/1 score, also on non-ok rows),
+            ``topic, source_dir, difficulty`` (human: ``basic``/``advanced``/NaN), ``qtype,
+            triggered_refusal`` and the upstream report columns.
+        ``livecodebench_gen``
+            ``cluster="difficulty"`` (easy/medium/hard, default) or ``"platform"``.
+            ``correct`` = pass@1 >= 50% (``correct_majority``). Extras: ``pass_at_1`` (0-1),
+            ``difficulty, platform, contest_date``.
+        ``alpaca_eval``
+            ``annotator="weighted_alpaca_eval_gpt4_turbo"`` (the AlpacaEval 2 judge; others:
+            ``alpaca_eval_gpt4``, ``alpaca_eval_cot_gpt4_turbo_fn``, ``alpaca_eval_gpt4_turbo_fn``,
+            ``bedrock_claude``). One row per model and instruction judged against the
+            reference model; ``correct`` = the model beat the reference (``preference > 1.5``;
+            draws count as not winning, as upstream); ``cluster`` = source dataset (5); a
+            missing judgment is ``error``. (model, instruction) pairs the judge never saw are
+            absent from the table and become ``not_run`` in :func:`dataset_matrix`. Extras:
+            ``preference, reference_model, annotator, len_1, len_2``. See also
+            :func:`alpaca_pairs`.
+        ``uncertainty_emotion``
+            ``prompt="task"`` and ``icl="icl1"`` (10 models) select one prompting set-up;
+            ``None`` keeps all, and the model id then becomes ``model/prompt/icl``.
+            ``cluster`` = the gold emotion (Joy, Sadness, Anger, Fear). Extras: ``prompt, icl,
+            p_A .. p_F`` (softmax over the six options), ``p_correct, answer, pred``.
+        ``oll_v2_factor_model``
+            Not a response table: use :func:`oll_matrix_draw` or :func:`oll_factors_load`.
+
+    Returns
+    -------
+    DataFrame
+        The long table.
+
+    Raises
+    ------
+    ValueError
+        Unknown dataset or option value. TypeError: unknown option name.
+    DatasetNotFoundError, DatasetChecksumError
+        See :func:`dataset_path`.
+    """
+    spec = _spec(name)
+    _check_options(spec, options)
+    if name == "oll_v2_factor_model":
+        return _load_oll(**options)
+    paths = [dataset_path(name, f) for f in _LOADER_FILES[name]]  # verified; fails early and clearly
+    stamps = tuple((str(p), _stamp(p)) for p in paths)
+    return _load_cached(name, _options_key(options), stamps).copy()
+
+
+def dataset_matrix(name: str, **options: Any) -> EvalMatrix:
+    """Load a registered dataset as an :class:`~evalkit.data.EvalMatrix`.
+
+    ``long_to_matrix(dataset_load(name, **options), item_columns=...)`` with useful per-item
+    columns in ``item_info``: ``category, src`` (MMLU-Pro), ``topic, source_dir, difficulty,
+    qtype`` (ChemBench), ``difficulty, platform, contest_date`` (LiveCodeBench). Cells absent from
+    the long table get status ``not_run``.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`DATASETS` (not ``oll_v2_factor_model``: use :func:`oll_matrix_draw`).
+    **options
+        As for :func:`dataset_load`.
+
+    Returns
+    -------
+    EvalMatrix
+    """
+    df = dataset_load(name, **options)
+    return long_to_matrix(df, item_columns=_ITEM_COLUMNS.get(name, ()))
+
+
+_ITEM_FILES: dict[str, tuple[str, str]] = {
+    "mmlu_pro_official": ("items.csv.gz", "question_id"),
+    "chembench": ("items.csv.gz", "question_name"),
+    "livecodebench_gen": ("items.csv", "question_id"),
+    "alpaca_eval": ("items.csv.gz", "item_id"),
+    "uncertainty_emotion": ("items.csv.gz", "id"),
+}
+
+
+def dataset_items(name: str) -> pd.DataFrame:
+    """Item metadata and texts of a dataset (its ``items.csv(.gz)``).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`DATASETS`. For ``oll_v2_factor_model`` both suites' item tables are
+        stacked with a ``suite`` column.
+
+    Returns
+    -------
+    DataFrame
+        The upstream columns, preceded by ``item``: the id (as str) used in the long table.
+    """
+    spec = _spec(name)
+    if name == "oll_v2_factor_model":
+        parts = [oll_factors_load(s)[2].assign(suite=s) for s in _OLL_SUITES]
+        return pd.concat(parts, ignore_index=True)
+    filename, id_col = _ITEM_FILES[spec.name]
+    items = _read_csv(name, filename)
+    items.insert(0, "item", items[id_col].astype(str))
+    return items
+
+
+# --------------------------------------------------------------------------------------------
+# AlpacaEval: model-vs-model pairs
+# --------------------------------------------------------------------------------------------
+
+
+def alpaca_pairs(annotator: str = _ALPACA_DEFAULT, seed: int | None = None) -> pd.DataFrame:
+    """Model-vs-model comparisons derived from AlpacaEval's judgments against one reference.
+
+    Under one judge every model is compared with the same reference output on each instruction,
+    with a preference ``p`` in ``[1, 2]`` (1 = reference preferred, 2 = model preferred,
+    continuous for the weighted judge). For two models ``a`` and ``b`` judged on the same
+    instruction, ``a`` beats ``b`` when ``p_a > p_b``; equal preferences (ties) are dropped, as
+    ECC does for score tables. The upstream draw code ``0`` is read as ``1.5``; missing
+    judgments and absent rows give no comparison. Used by Bradley-Terry and ECC.
+
+    Parameters
+    ----------
+    annotator : str
+        The judge (default the AlpacaEval 2 judge ``weighted_alpaca_eval_gpt4_turbo``). Only
+        models judged against the same reference are compared: for an annotator with two
+        reference models, each model is compared only with models sharing its reference.
+    seed : int or None
+        None: rows sorted by item, then by the models' order of appearance. An int shuffles
+        the rows with that seed (for order-sensitive methods such as online Elo).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``item, cluster, winner, loser`` (cluster = the instruction's source dataset),
+        one row per untied pair of models on an item.
+    """
+    raw = _alpaca_raw(annotator)
+    raw = raw[raw["status"] == "ok"]
+    parts = []
+    for _, sub in raw.groupby("reference_model", sort=True):
+        pref = sub.pivot(index="model", columns="item_id", values="preference")
+        pref = pref.replace(0.0, 1.5)
+        models = pref.index.to_numpy(dtype=object)
+        items = pref.columns.to_numpy(dtype=object)
+        P = pref.to_numpy(dtype=float)
+        a, b = np.triu_indices(len(models), k=1)
+        diff = P[a] - P[b]  # (n_pairs, n_items), NaN where either is missing
+        pair_idx, item_idx = np.nonzero(~np.isnan(diff) & (diff != 0))
+        a_wins = diff[pair_idx, item_idx] > 0
+        ia, ib = a[pair_idx], b[pair_idx]
+        parts.append(
+            pd.DataFrame(
+                {
+                    "item": items[item_idx],
+                    "winner": models[np.where(a_wins, ia, ib)],
+                    "loser": models[np.where(a_wins, ib, ia)],
+                }
+            )
+        )
+    out = pd.concat(parts, ignore_index=True)
+    cluster = raw.drop_duplicates("item_id").set_index("item_id")["dataset"]
+    out.insert(1, "cluster", out["item"].map(cluster).to_numpy())
+    if seed is None:
+        out = out.sort_values("item", kind="stable").reset_index(drop=True)
+    else:
+        order = as_rng(seed).permutation(len(out))
+        out = out.iloc[order].reset_index(drop=True)
+    return out.astype({"item": str, "cluster": str, "winner": str, "loser": str})
+
+
+# --------------------------------------------------------------------------------------------
+# Open LLM Leaderboard v2 factor models
+# --------------------------------------------------------------------------------------------
+
+OllSuite = Literal["mmlu_pro", "bbh_gpqa_ifeval_math_musr"]
+_OLL_SUITES: tuple[str, ...] = ("mmlu_pro", "bbh_gpqa_ifeval_math_musr")
+_OLL_CHUNK_CELLS = 1 << 22  # ~4M cells (16 MB of float32) per chunk of models
+
+
+def oll_factors_load(suite: OllSuite) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+    """The fitted logistic factor model of one Open LLM Leaderboard v2 suite.
+
+    ``P(model i answers item j correctly) = sigmoid(U[i] @ V[j])`` as fitted by the FAQ paper
+    (Wu et al., "Efficiently Evaluating LLM Performance with Statistical Guarantees"). These
+    are model parameters, not responses.
+
+    Parameters
+    ----------
+    suite : {"mmlu_pro", "bbh_gpqa_ifeval_math_musr"}
+        MMLU-Pro (U 2,212 x 64, V 12,032 x 64) or BBH+GPQA+IFEval+MATH+MuSR (U 2,211 x 64,
+        V 9,574 x 64, 38 subtasks).
+
+    Returns
+    -------
+    U : (n_models, 64) float32 array
+    V : (n_items, 64) float32 array
+    items : DataFrame
+        One row per item of ``V``: ``item`` (id as str), ``item_index`` and, for the second
+        suite, ``subtask, benchmark, within_subtask_index``.
+    """
+    _choice(suite, _OLL_SUITES, "suite")
+    z = _read_npz("oll_v2_factor_model", f"{suite}_factors_nfobs=None_p=1.0.npz")
+    items = _read_csv("oll_v2_factor_model", f"{suite}_items.csv")
+    U, V = z["U"], z["V"]
+    if V.shape[0] != len(items) or U.shape[1] != V.shape[1]:
+        raise ValueError(f"inconsistent factor files for {suite}: U {U.shape}, V {V.shape}, {len(items)} items")
+    items.insert(0, "item", items["item_index"].map(lambda i: f"{suite}:{i:05d}"))
+    return U, V, items
+
+
+def oll_matrix_draw(
+    suite: OllSuite,
+    *,
+    n_models: int | None = None,
+    n_items: int | None = None,
+    seed: int,
+    dtype: npt.DTypeLike = np.float32,
+) -> EvalMatrix:
+    """Draw a semi-synthetic leaderboard matrix ``Y ~ Bernoulli(sigmoid(U V'))``.
+
+    **These are draws from a fitted model of the real Open LLM Leaderboard v2, not its real
+    responses**: say so wherever they are shown. Every cell is observed (status ``ok``).
+
+    Parameters
+    ----------
+    suite : {"mmlu_pro", "bbh_gpqa_ifeval_math_musr"}
+        Which fitted model (see :func:`oll_factors_load`).
+    n_models, n_items : int or None
+        Subsample this many models / items without replacement (kept in their original order);
+        None keeps all (2,212 x 12,032 or 2,211 x 9,574).
+    seed : int
+        Seeds the subsampling and the Bernoulli draws (same seed -> same matrix).
+    dtype : numpy float dtype
+        dtype of ``Y`` (default float32: the full MMLU-Pro draw is ~106 MB; float64 doubles it).
+
+    Returns
+    -------
+    EvalMatrix
+        ``models`` are ``oll_<row of U>`` (names are not in the upstream files); ``items`` are
+        ``<suite>:<item_index>``; ``clusters`` are the subtask (second suite) or the single
+        label ``"mmlu_pro"`` (the MMLU-Pro factor items carry no categories); ``item_info``
+        holds the items table.
+
+    Notes
+    -----
+    The logits are computed chunk by chunk over models (float32), so the full draw needs little
+    more memory than ``Y`` and its ``status`` codes.
+
+    Raises
+    ------
+    ValueError
+        Unknown suite, or ``n_models`` / ``n_items`` outside ``1 .. available``.
+    DatasetNotFoundError, DatasetChecksumError
+        See :func:`dataset_path`.
+    """
+    U, V, items = oll_factors_load(suite)
+    rng = as_rng(seed)
+    rows = _subsample(rng, U.shape[0], n_models, "n_models")
+    cols = _subsample(rng, V.shape[0], n_items, "n_items")
+    Us = U[rows].astype(np.float32)
+    Vt = np.ascontiguousarray(V[cols].astype(np.float32).T)
+    Y = np.empty((len(rows), len(cols)), dtype=dtype)
+    step = max(1, _OLL_CHUNK_CELLS // max(1, len(cols)))
+    for start in range(0, len(rows), step):
+        logits = Us[start : start + step] @ Vt
+        u = rng.random(logits.shape, dtype=np.float32)
+        np.negative(logits, out=logits)
+        np.exp(logits, out=logits)
+        logits += 1.0
+        np.reciprocal(logits, out=logits)  # in place: sigmoid(U V') for this chunk of models
+        Y[start : start + step] = u < logits
+    info = items.iloc[cols].set_index("item")
+    clusters = info["subtask"].to_numpy(dtype=str) if "subtask" in info.columns else np.full(len(cols), "mmlu_pro")
+    models = np.array([f"oll_{i:04d}" for i in rows])
+    status = np.zeros(Y.shape, dtype=np.int8)
+    return EvalMatrix(Y, status, models, info.index.to_numpy(dtype=str), clusters, info)
+
+
+def _subsample(rng: np.random.Generator, n: int, k: int | None, what: str) -> np.ndarray:
+    if k is None:
+        return np.arange(n)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
+        raise ValueError(f"{what} must be an int between 1 and {n} (or None for all), got {k!r}")
+    return np.sort(rng.choice(n, size=int(k), replace=False))

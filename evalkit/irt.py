@@ -1,0 +1,1054 @@
+"""Two-parameter item response theory (2PL) at leaderboard scale (papers/002).
+
+The model: model ``i`` answers item ``j`` correctly with probability
+``sigmoid((theta_i * a_j + b_j) / sigma)``, with ability ``theta`` (one per model), discrimination
+``a >= 0`` and easiness ``b`` (one per item), and a fixed temperature ``sigma``. The loss is the
+binary cross-entropy over the observed entries; unobserved entries are ``NaN`` in ``Y``.
+
+Two fitters minimise the *same* objective (:func:`irt_objective`, the mean cross-entropy per
+observed entry) and return the same :class:`IRTFit`, with ``theta`` normalised to mean 0 and
+variance 1 (population variance) so that their parameters are directly comparable:
+
+* :func:`irt_fit` -- constrained block majorization-minimization (cBMM), the source's method;
+* :func:`irt_fit_lbfgs` -- joint maximum likelihood by scipy's L-BFGS-B with analytic gradients.
+
+How cBMM works here
+-------------------
+The logistic loss of an entry has curvature at most ``1 / (4 sigma^2)``, so around the current
+``X~`` the loss is majorised by a quadratic whose minimiser is ``Y~ = X~ - 4 sigma (p - y)`` on
+observed entries and ``Y~ = X~`` on unobserved ones. Each block update is then a least-squares fit
+of ``theta a' + 1 b'`` to ``Y~``. Because ``theta`` is kept at mean 0 and variance 1, the
+2-variable problem of each item is separable and its non-negative least squares solution is
+closed form (clip ``a_j`` at 0). Writing ``R = (p - y)`` on observed entries (0 elsewhere)::
+
+    a <- max(0, a - 4 sigma * theta' R / n_models)       b <- b - 4 sigma * 1' R / n_models
+    theta <- theta - 4 sigma * R a / (a' a)               then re-normalise theta
+
+``R`` is recomputed (the loss re-majorised) before each of the two blocks, so every half-step is
+an exact MM step on the true objective and the objective never increases. ``Y~`` is never formed:
+only ``R`` enters, and ``R`` is computed in row chunks of float32 from an int8 copy of the data
+(``+1`` correct, ``-1`` wrong, ``0`` unobserved), so the extra memory is about a quarter of a
+float32 matrix plus small per-thread buffers.
+
+Degenerate rows and columns
+---------------------------
+Items that everyone answered correctly (or wrongly), or that nobody answered, have no finite
+maximum-likelihood parameters; so do models with no variation. They are detected before
+fitting, excluded (repeatedly, since dropping items can make a model degenerate), reported in
+:attr:`IRTFit.excluded_items` / :attr:`IRTFit.excluded_models` with the reason, and get ``NaN``
+parameters. Quasi-separation that survives this check is reported with an
+:class:`~evalkit.EvalkitWarning` when the fitted logits become extreme.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from scipy import optimize, stats
+
+from ._checks import warn
+from .types import FloatArray, Matrix, as_rng
+
+__all__ = [
+    "IRTFit",
+    "IRTStandardErrors",
+    "IRTRankComparison",
+    "irt_fit",
+    "irt_fit_lbfgs",
+    "irt_objective",
+    "irt_se",
+    "irt_information",
+    "irt_flag_uninformative",
+    "irt_rank_compare",
+    "irt_group_easiness",
+    "simulate_2pl",
+]
+
+DEFAULT_TOL = 1e-7
+"""Default convergence tolerance: stop when the relative decrease of the objective in one sweep
+falls below this (float32 rounding of the objective is about 1e-8 relative, well below it)."""
+
+UNINFORMATIVE_SLOPE = 0.1
+"""Default threshold on ``a / sigma`` below which an item is flagged uninformative: one standard
+deviation of ability then moves the item's log-odds by less than 0.1 (at most 2.5 points of
+probability)."""
+
+_EXTREME_LOGIT = 30.0
+"""Fitted ``|x| / sigma`` beyond this means (quasi-)separation; a warning is issued."""
+
+_CHUNK_ELEMENTS = 1 << 18
+"""Entries per row chunk (1 MiB of float32): the chunk stays in cache while ~10 passes run over it."""
+
+_LOG2 = math.log(2.0)
+
+
+# --------------------------------------------------------------------------------------------
+# results
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IRTFit:
+    """A fitted 2PL model (papers/002).
+
+    Attributes
+    ----------
+    theta : (n_models,) float array
+        Abilities, normalised to mean 0 and variance 1 over the fitted models; ``NaN`` for
+        excluded models.
+    a : (n_items,) float array
+        Discriminations (``>= 0``); ``NaN`` for excluded items.
+    b : (n_items,) float array
+        Easiness; ``NaN`` for excluded items.
+    sigma : float
+        The temperature the model was fitted with.
+    objective : float
+        Final mean binary cross-entropy per observed entry of the fitted sub-matrix.
+    history : (n_iter + 1,) float array
+        Objective at the start of each iteration (the last entry is the final objective).
+    history_time : (n_iter + 1,) float array
+        Seconds since the start of the fit at which each ``history`` entry was computed.
+    n_iter : int
+        Iterations (cBMM sweeps, or L-BFGS-B iterations).
+    converged : bool
+        Whether the convergence criterion was met before ``max_iter``.
+    excluded_models, excluded_items : dict[int, str]
+        Index -> reason (``all_correct``, ``all_wrong``, ``all_missing``) for rows/columns left
+        out of the fit.
+    time : float
+        Wall-clock seconds of the whole fit (validation included).
+    method : str
+        ``"cbmm"`` or ``"lbfgs"``.
+    tol : float
+        The convergence tolerance used.
+    n_obs : int
+        Observed entries in the fitted sub-matrix.
+    """
+
+    theta: FloatArray
+    a: FloatArray
+    b: FloatArray
+    sigma: float
+    objective: float
+    history: FloatArray
+    history_time: FloatArray
+    n_iter: int
+    converged: bool
+    excluded_models: dict[int, str]
+    excluded_items: dict[int, str]
+    time: float
+    method: str
+    tol: float
+    n_obs: int
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def time_to_objective(self, target: float) -> float:
+        """Seconds until the objective first reached ``target`` (``inf`` if it never did)."""
+        hit = np.flatnonzero(self.history <= target)
+        return float(self.history_time[hit[0]]) if hit.size else math.inf
+
+
+@dataclass(frozen=True)
+class IRTStandardErrors:
+    """Standard errors of a 2PL fit from the observed information, other block held fixed.
+
+    Attributes
+    ----------
+    theta : (n_models,) float array
+        SE of each ability with the item parameters fixed at their estimates.
+    a, b : (n_items,) float arrays
+        SEs of discrimination and easiness with the abilities fixed at their estimates (the
+        2x2 information of each item is inverted). An ``a_j`` on its bound 0 gets the
+        unconstrained value, which overstates nothing but means little.
+    """
+
+    theta: FloatArray
+    a: FloatArray
+    b: FloatArray
+
+
+@dataclass(frozen=True)
+class IRTRankComparison:
+    """Kendall's tau between models ranked by fitted ability and by mean accuracy."""
+
+    tau: float
+    pvalue: float
+    n_models: int
+    theta: FloatArray
+    accuracy: FloatArray
+
+
+# --------------------------------------------------------------------------------------------
+# input handling
+# --------------------------------------------------------------------------------------------
+
+
+def _as_matrix(Y: Any) -> np.ndarray:
+    """Accept an ndarray-like or an EvalMatrix (anything with a ``Y`` attribute)."""
+    if hasattr(Y, "Y") and not isinstance(Y, np.ndarray):
+        Y = Y.Y
+    if isinstance(Y, (pd.DataFrame,)):
+        Y = Y.to_numpy(dtype=float)
+    arr = np.asarray(Y)
+    if arr.dtype == object or arr.dtype.kind not in "fiub":
+        raise TypeError(f"Y must be a numeric (n_models, n_items) array, got dtype {arr.dtype}")
+    if arr.ndim != 2:
+        raise ValueError(
+            f"Y must be two-dimensional (n_models, n_items) with NaN for unobserved entries; "
+            f"got shape {arr.shape}"
+        )
+    if arr.shape[0] < 2 or arr.shape[1] < 1:
+        raise ValueError(f"Y needs at least 2 models and 1 item, got shape {arr.shape}")
+    return arr
+
+
+def _row_step(n_cols: int) -> int:
+    return max(1, _CHUNK_ELEMENTS // max(n_cols, 1))
+
+
+def _encode(Y: Any) -> np.ndarray:
+    """Validate ``Y`` and return its int8 signed coding: +1 correct, -1 wrong, 0 unobserved."""
+    arr = _as_matrix(Y)
+    n, m = arr.shape
+    S = np.empty((n, m), dtype=np.int8)
+    step = _row_step(m)
+    n_obs = 0
+    for s in range(0, n, step):
+        blk = np.asarray(arr[s : s + step], dtype=np.float64)
+        nan = np.isnan(blk)
+        ok = nan | (blk == 0.0) | (blk == 1.0)
+        if not ok.all():
+            bad = blk[~ok][0]
+            raise ValueError(
+                f"Y must hold 0/1 outcomes and NaN for unobserved entries; found {int((~ok).sum())} "
+                f"other values in rows {s}..{min(n, s + step) - 1}, such as {bad!r}. Threshold or "
+                "round partial scores first, and use NaN (not -1 or inf) for missing entries."
+            )
+        np.copyto(S[s : s + step], np.where(nan, 0, 2.0 * blk - 1.0), casting="unsafe")
+        n_obs += int(blk.size - nan.sum())
+    if n_obs == 0:
+        raise ValueError("Y has no observed entries (all NaN); there is nothing to fit")
+    return S
+
+
+def _check_sigma(sigma: float) -> float:
+    s = float(sigma)
+    if not math.isfinite(s) or s <= 0:
+        raise ValueError(f"sigma (the temperature) must be a positive finite number, got {sigma!r}")
+    return s
+
+
+def _counts(S: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Observed and correct counts per row and per column of ``S[rows][:, cols]``."""
+    m = cols.size
+    r_obs = np.zeros(rows.size, np.int64)
+    r_pos = np.zeros(rows.size, np.int64)
+    c_obs = np.zeros(m, np.int64)
+    c_pos = np.zeros(m, np.int64)
+    step = _row_step(S.shape[1])
+    all_cols = m == S.shape[1]
+    for s in range(0, rows.size, step):
+        blk = S[rows[s : s + step]]
+        if not all_cols:
+            blk = blk[:, cols]
+        obs = blk != 0
+        pos = blk > 0
+        r_obs[s : s + step] = obs.sum(1)
+        r_pos[s : s + step] = pos.sum(1)
+        c_obs += obs.sum(0)
+        c_pos += pos.sum(0)
+    return r_obs, r_pos, c_obs, c_pos
+
+
+def _degenerate(obs: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """Reason code per entry: 0 fine, 1 all_missing, 2 all_correct, 3 all_wrong."""
+    code = np.zeros(obs.size, np.int8)
+    code[pos == obs] = 2
+    code[pos == 0] = 3
+    code[obs == 0] = 1
+    return code
+
+
+_REASONS = {1: "all_missing", 2: "all_correct", 3: "all_wrong"}
+
+
+def _screen(S: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[int, str], dict[int, str]]:
+    """Drop no-variation items and models until none is left; return kept indices and reasons."""
+    n, m = S.shape
+    rows = np.arange(n)
+    cols = np.arange(m)
+    ex_rows: dict[int, str] = {}
+    ex_cols: dict[int, str] = {}
+    while True:
+        r_obs, r_pos, c_obs, c_pos = _counts(S, rows, cols)
+        cr = _degenerate(c_obs, c_pos)
+        rr = _degenerate(r_obs, r_pos)
+        if not cr.any() and not rr.any():
+            break
+        for j in np.flatnonzero(cr):
+            ex_cols[int(cols[j])] = _REASONS[int(cr[j])]
+        for i in np.flatnonzero(rr):
+            ex_rows[int(rows[i])] = _REASONS[int(rr[i])]
+        cols = cols[cr == 0]
+        rows = rows[rr == 0]
+        if rows.size < 2 or cols.size < 1:
+            raise ValueError(
+                f"after excluding models and items with no variation (everyone right, everyone "
+                f"wrong or all missing) only {rows.size} models and {cols.size} items are left; "
+                "the 2PL model needs at least 2 models and 1 item with variation"
+            )
+    return rows, cols, ex_rows, ex_cols
+
+
+# --------------------------------------------------------------------------------------------
+# the chunked kernel
+# --------------------------------------------------------------------------------------------
+
+
+class _Kernel:
+    """Row-chunked, multi-threaded evaluation of the loss and its gradient pieces.
+
+    For the current ``X = theta a' + 1 b'`` one pass computes, without any full-size temporary:
+    the summed loss over observed entries, ``U' R`` with ``U = [theta, 1]`` (item gradients) and
+    ``R a`` (model gradients), where ``R = p - y`` on observed entries and 0 elsewhere.
+    """
+
+    def __init__(self, S: np.ndarray, sigma: float, dtype: type, n_jobs: int | None) -> None:
+        self.S = S
+        self.n, self.m = S.shape
+        self.sigma = sigma
+        self.dtype = np.dtype(dtype)
+        self.n_missing = int(self.n * self.m - np.count_nonzero(S))
+        jobs = (os.cpu_count() or 1) if n_jobs is None else int(n_jobs)
+        self.n_jobs = max(1, min(jobs, self.n))
+        self.step = _row_step(self.m)
+        bounds = np.linspace(0, self.n, self.n_jobs + 1).astype(int)
+        self.blocks = [(int(bounds[k]), int(bounds[k + 1])) for k in range(self.n_jobs)]
+        self.pool = ThreadPoolExecutor(self.n_jobs) if self.n_jobs > 1 else None
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown()
+
+    def _block(self, lo: int, hi: int, th: np.ndarray, a: np.ndarray, b: np.ndarray,
+               loss: bool, item_grad: bool, model_vec: np.ndarray | None,
+               info: bool) -> tuple[Any, ...]:
+        dt = self.dtype
+        m, step = self.m, self.step
+        t = np.empty((step, m), dt)
+        u = np.empty((step, m), dt) if (loss or info) else None
+        total = 0.0
+        G = np.zeros((2, m), np.float64) if item_grad else None
+        W = np.zeros((3, m), np.float64) if info else None
+        Ra = np.empty(hi - lo, np.float64) if model_vec is not None else None
+        Wa = np.empty(hi - lo, np.float64) if info else None
+        ones = np.ones(step, dt)
+        with np.errstate(over="ignore"):
+            for s in range(lo, hi, step):
+                e = min(hi, s + step)
+                k = e - s
+                tk = t[:k]
+                Sk = self.S[s:e]
+                # signed margin t = s_ij * x_ij / sigma (0 on unobserved entries)
+                np.multiply.outer(th[s:e], a, out=tk)
+                tk += b
+                np.multiply(tk, Sk, out=tk)
+                if loss:
+                    uk = u[:k]
+                    # softplus(-t) = max(-t, 0) + log1p(exp(-|t|)), stable in float32
+                    np.abs(tk, out=uk)
+                    np.negative(uk, out=uk)
+                    np.exp(uk, out=uk)
+                    np.log1p(uk, out=uk)
+                    total += float(uk.sum(dtype=np.float64))
+                    total += float(np.minimum(tk, 0).sum(dtype=np.float64)) * -1.0
+                # q = sigmoid(-t) = 1 / (1 + exp(t)); exp overflow gives q = 0 exactly
+                np.exp(tk, out=tk)
+                tk += 1.0
+                np.reciprocal(tk, out=tk)
+                if info:
+                    uk = u[:k]
+                    # p (1 - p) = q (1 - q), zeroed on unobserved entries
+                    np.subtract(1.0, tk, out=uk)
+                    uk *= tk
+                    uk *= Sk != 0
+                    W[0] += th[s:e] ** 2 @ uk
+                    W[1] += th[s:e] @ uk
+                    W[2] += ones[:k] @ uk
+                    Wa[s - lo : e - lo] = uk @ (a * a)
+                # R = p - y = -s * q
+                np.multiply(tk, Sk, out=tk)
+                if item_grad:
+                    G[0] -= th[s:e] @ tk
+                    G[1] -= ones[:k] @ tk
+                if model_vec is not None:
+                    Ra[s - lo : e - lo] = -(tk @ model_vec)
+        return total, G, Ra, W, Wa
+
+    def run(self, theta: np.ndarray, a: np.ndarray, b: np.ndarray, *, loss: bool = False,
+            item_grad: bool = False, model_vec: np.ndarray | None = None,
+            info: bool = False) -> dict[str, Any]:
+        """One pass over the data at ``X = theta a' + 1 b'`` (parameters on the ``x`` scale)."""
+        dt = self.dtype
+        th = theta.astype(dt)
+        a_s = (a / self.sigma).astype(dt)
+        b_s = (b / self.sigma).astype(dt)
+        mv = None if model_vec is None else (model_vec / self.sigma).astype(dt)
+        args = (th, a_s, b_s, loss, item_grad, mv, info)
+        if self.pool is None:
+            parts = [self._block(0, self.n, *args)]
+        else:
+            futs = [self.pool.submit(self._block, lo, hi, *args) for lo, hi in self.blocks]
+            parts = [f.result() for f in futs]
+        out: dict[str, Any] = {}
+        if loss:
+            out["loss"] = sum(p[0] for p in parts) - self.n_missing * _LOG2
+        if item_grad:
+            out["G"] = sum(p[1] for p in parts)
+        if mv is not None:
+            out["Ra"] = np.concatenate([p[2] for p in parts])
+        if info:
+            out["W"] = sum(p[3] for p in parts)
+            out["Wa"] = np.concatenate([p[4] for p in parts])
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# fitting
+# --------------------------------------------------------------------------------------------
+
+
+def _normalise(theta: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Shift and scale theta to mean 0, variance 1, adjusting a and b so X is unchanged."""
+    mu = float(theta.mean())
+    sd = float(theta.std())
+    if not sd > 0:
+        raise ValueError("the abilities collapsed to a constant; the 2PL model is not identified")
+    return (theta - mu) / sd, a * sd, b + a * mu
+
+
+def _init(S: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Start from logits of mean accuracies: theta by model, b by item, a = sigma."""
+    n, m = S.shape
+    rows = np.arange(n)
+    cols = np.arange(m)
+    r_obs, r_pos, c_obs, c_pos = _counts(S, rows, cols)
+    pr = (r_pos + 0.5) / (r_obs + 1.0)
+    pc = (c_pos + 0.5) / (c_obs + 1.0)
+    theta = np.log(pr / (1 - pr))
+    sd = theta.std()
+    theta = (theta - theta.mean()) / (sd if sd > 0 else 1.0)
+    if not theta.std() > 0:  # every model equally accurate: break the tie deterministically
+        theta = np.linspace(-1.0, 1.0, n)
+        theta = (theta - theta.mean()) / theta.std()
+    a = np.full(m, sigma)
+    b = sigma * np.log(pc / (1 - pc))
+    return theta, a, b
+
+
+def _prepare(Y: Any, sigma: float) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, dict, dict, tuple]:
+    sigma = _check_sigma(sigma)
+    S_full = _encode(Y)
+    shape = S_full.shape
+    rows, cols, ex_rows, ex_cols = _screen(S_full)
+    if rows.size == shape[0] and cols.size == shape[1]:
+        S = S_full
+    else:
+        S = S_full[np.ix_(rows, cols)]
+        del S_full
+    if ex_rows or ex_cols:
+        warn(
+            f"irt: excluded {len(ex_rows)} models and {len(ex_cols)} items with no variation "
+            "(everyone right, everyone wrong or all missing); their parameters are NaN and the "
+            "reasons are in fit.excluded_models / fit.excluded_items"
+        )
+    return S, sigma, rows, cols, ex_rows, ex_cols, shape
+
+
+def _expand(shape: tuple, rows: np.ndarray, cols: np.ndarray, theta: np.ndarray,
+            a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    T = np.full(shape[0], np.nan)
+    A = np.full(shape[1], np.nan)
+    B = np.full(shape[1], np.nan)
+    T[rows] = theta
+    A[cols] = a
+    B[cols] = b
+    return T, A, B
+
+
+def _check_extreme(theta: np.ndarray, a: np.ndarray, b: np.ndarray, sigma: float) -> None:
+    big = (np.abs(theta).max() * np.abs(a) + np.abs(b)) / sigma
+    n_big = int((big > _EXTREME_LOGIT).sum())
+    if n_big:
+        warn(
+            f"irt: {n_big} items reach fitted log-odds beyond +-{_EXTREME_LOGIT:g} "
+            "(quasi-separation: their parameters are poorly determined and grow with more "
+            "iterations); consider flagging or dropping them"
+        )
+
+
+def _check_tol(tol: float, max_iter: int) -> None:
+    if not (0 < tol < 1):
+        raise ValueError(f"tol must be in (0, 1), got {tol}")
+    if int(max_iter) < 1:
+        raise ValueError(f"max_iter must be at least 1, got {max_iter}")
+
+
+def irt_fit(
+    Y: Matrix,
+    *,
+    sigma: float = 1.0,
+    tol: float = DEFAULT_TOL,
+    max_iter: int = 5000,
+    dtype: type = np.float32,
+    n_jobs: int | None = None,
+) -> IRTFit:
+    """Fit the 2PL model by constrained block majorization-minimization (cBMM) (papers/002).
+
+    Parameters
+    ----------
+    Y : (n_models, n_items) array or EvalMatrix
+        0/1 outcomes with ``NaN`` for unobserved entries.
+    sigma : float
+        Temperature: ``P(Y_ij = 1) = sigmoid((theta_i a_j + b_j) / sigma)``. It only sets the
+        scale of ``a`` and ``b``.
+    tol : float
+        Stop when one sweep lowers the objective by less than ``tol`` relative to its value.
+        The default 1e-7 sits an order of magnitude above the float32 rounding of the objective.
+    max_iter : int
+        Maximum number of sweeps (one sweep updates ``a, b`` and then ``theta``).
+    dtype : numpy float type
+        Working precision of the chunked passes over the data (parameters and sums are always
+        float64). float32 is the default and is safe for logits of any size.
+    n_jobs : int or None
+        Threads over row blocks (None: all cores).
+
+    Returns
+    -------
+    IRTFit
+        Parameters (``theta`` normalised to mean 0, variance 1), objective history and the
+        models and items excluded for having no variation.
+
+    Raises
+    ------
+    ValueError
+        ``Y`` is not 2-D, holds values other than 0/1/NaN, is all missing, leaves fewer than
+        2 models after excluding degenerate rows and columns; ``sigma <= 0``; bad ``tol``.
+    TypeError
+        ``Y`` is not numeric.
+
+    Notes
+    -----
+    The objective never increases (each half-sweep is an exact MM step). The history holds the
+    objective at the start of every sweep; the returned parameters are those at which the last
+    history entry was evaluated.
+    """
+    t0 = time.perf_counter()
+    _check_tol(tol, max_iter)
+    S, sigma, rows, cols, ex_rows, ex_cols, shape = _prepare(Y, sigma)
+    n, m = S.shape
+    kern = _Kernel(S, sigma, dtype, n_jobs)
+    n_obs = n * m - kern.n_missing
+    theta, a, b = _init(S, sigma)
+    step = 4.0 * sigma
+    hist: list[float] = []
+    times: list[float] = []
+    converged = False
+    it = 0
+    try:
+        while True:
+            # block 1: majorise at the current X, then update (a, b) in closed form
+            res = kern.run(theta, a, b, loss=True, item_grad=True)
+            f = res["loss"] / n_obs
+            hist.append(f)
+            times.append(time.perf_counter() - t0)
+            if len(hist) > 1 and (hist[-2] - f) <= tol * abs(f):
+                converged = True
+                break
+            if it >= max_iter:
+                break
+            G = res["G"]
+            a = np.maximum(a - step * G[0] / n, 0.0)
+            b = b - step * G[1] / n
+            # block 2: majorise again at the new X, then update theta in closed form
+            aa = float(a @ a)
+            if aa > 0:
+                res = kern.run(theta, a, b, model_vec=a)
+                theta = theta - step * sigma * res["Ra"] / aa
+                theta, a, b = _normalise(theta, a, b)
+            it += 1
+    finally:
+        kern.close()
+    if not converged:
+        warn(f"irt_fit: no convergence after {max_iter} sweeps (relative tol {tol:g})")
+    _check_extreme(theta, a, b, sigma)
+    T, A, B = _expand(shape, rows, cols, theta, a, b)
+    return IRTFit(
+        theta=T, a=A, b=B, sigma=sigma, objective=hist[-1], history=np.asarray(hist),
+        history_time=np.asarray(times), n_iter=it, converged=converged,
+        excluded_models=ex_rows, excluded_items=ex_cols, time=time.perf_counter() - t0,
+        method="cbmm", tol=tol, n_obs=n_obs,
+    )
+
+
+def irt_fit_lbfgs(
+    Y: Matrix,
+    *,
+    sigma: float = 1.0,
+    tol: float = DEFAULT_TOL,
+    max_iter: int = 15000,
+    target: float | None = None,
+    dtype: type = np.float32,
+    n_jobs: int | None = None,
+) -> IRTFit:
+    """Fit the 2PL model by joint maximum likelihood with scipy's L-BFGS-B (papers/002 baseline).
+
+    Same objective, start, exclusions and normalisation as :func:`irt_fit`, so the two are
+    compared like for like. Gradients are analytic; the bound ``a >= 0`` is enforced by L-BFGS-B.
+
+    Parameters
+    ----------
+    Y : (n_models, n_items) array or EvalMatrix
+        0/1 outcomes with ``NaN`` for unobserved entries.
+    sigma : float
+        Temperature, as in :func:`irt_fit`.
+    tol : float
+        Passed as L-BFGS-B's ``ftol`` (relative decrease of the objective); ``gtol`` is 0.
+    max_iter : int
+        Maximum L-BFGS-B iterations.
+    target : float or None
+        Stop as soon as the objective reaches this value (used to time the baseline to the
+        objective cBMM reached). ``fit.extra["stopped_at_target"]`` says whether it did.
+    dtype, n_jobs
+        As in :func:`irt_fit`.
+
+    Returns
+    -------
+    IRTFit
+        With ``method="lbfgs"``; ``history`` holds the objective after each iteration.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`irt_fit`.
+    """
+    t0 = time.perf_counter()
+    _check_tol(tol, max_iter)
+    S, sigma, rows, cols, ex_rows, ex_cols, shape = _prepare(Y, sigma)
+    n, m = S.shape
+    kern = _Kernel(S, sigma, dtype, n_jobs)
+    n_obs = n * m - kern.n_missing
+    theta0, a0, b0 = _init(S, sigma)
+    last: dict[str, float] = {}
+
+    def fun(z: np.ndarray) -> tuple[float, np.ndarray]:
+        th, a, b = z[:n], z[n : n + m], z[n + m :]
+        res = kern.run(th, a, b, loss=True, item_grad=True, model_vec=a)
+        g = np.concatenate([res["Ra"], res["G"][0] / sigma, res["G"][1] / sigma]) / n_obs
+        last["f"] = res["loss"] / n_obs
+        return last["f"], g
+
+    hist: list[float] = []
+    times: list[float] = []
+    stopped = {"target": False}
+
+    def callback(intermediate_result: optimize.OptimizeResult) -> None:
+        hist.append(float(intermediate_result.fun))
+        times.append(time.perf_counter() - t0)
+        if target is not None and hist[-1] <= target:
+            stopped["target"] = True
+            raise StopIteration
+
+    z0 = np.concatenate([theta0, a0, b0])
+    f0, _ = fun(z0)
+    hist.append(f0)
+    times.append(time.perf_counter() - t0)
+    bounds = [(None, None)] * n + [(0.0, None)] * m + [(None, None)] * m
+    try:
+        res = optimize.minimize(
+            fun, z0, jac=True, method="L-BFGS-B", bounds=bounds, callback=callback,
+            options={"maxiter": int(max_iter), "ftol": tol, "gtol": 0.0, "maxfun": 10 * int(max_iter)},
+        )
+    finally:
+        kern.close()
+    z = res.x
+    theta, a, b = _normalise(z[:n], z[n : n + m], z[n + m :])
+    converged = bool(res.success) or stopped["target"]
+    if not converged:
+        warn(f"irt_fit_lbfgs: L-BFGS-B stopped without converging: {res.message}")
+    _check_extreme(theta, a, b, sigma)
+    T, A, B = _expand(shape, rows, cols, theta, a, b)
+    return IRTFit(
+        theta=T, a=A, b=B, sigma=sigma, objective=float(res.fun), history=np.asarray(hist),
+        history_time=np.asarray(times), n_iter=int(res.nit), converged=converged,
+        excluded_models=ex_rows, excluded_items=ex_cols, time=time.perf_counter() - t0,
+        method="lbfgs", tol=tol, n_obs=n_obs,
+        extra={"n_fev": int(res.nfev), "message": str(res.message), "stopped_at_target": stopped["target"]},
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# derived quantities
+# --------------------------------------------------------------------------------------------
+
+
+def _params(theta: npt.ArrayLike, a: npt.ArrayLike, b: npt.ArrayLike,
+            shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    th = np.asarray(theta, float)
+    a_ = np.asarray(a, float)
+    b_ = np.asarray(b, float)
+    if th.shape != (shape[0],) or a_.shape != (shape[1],) or b_.shape != (shape[1],):
+        raise ValueError(
+            f"parameter shapes theta {th.shape}, a {a_.shape}, b {b_.shape} do not match "
+            f"Y of shape {shape}: expected ({shape[0]},), ({shape[1]},), ({shape[1]},)"
+        )
+    return th, a_, b_
+
+
+def irt_objective(Y: Matrix, theta: npt.ArrayLike, a: npt.ArrayLike, b: npt.ArrayLike,
+                  *, sigma: float = 1.0, dtype: type = np.float64) -> float:
+    """Mean binary cross-entropy of the 2PL model per observed entry (papers/002).
+
+    Parameters
+    ----------
+    Y : (n_models, n_items) array or EvalMatrix
+        0/1 outcomes with ``NaN`` for unobserved entries.
+    theta : (n_models,) array
+    a, b : (n_items,) arrays
+        Parameters on the ``x`` scale; models or items with ``NaN`` parameters (those a fit
+        excluded) are left out, so ``irt_objective(Y, fit.theta, fit.a, fit.b)`` equals
+        ``fit.objective`` up to float32 rounding.
+    sigma : float
+        Temperature.
+    dtype : numpy float type
+        Working precision (float64 by default).
+
+    Returns
+    -------
+    float
+        ``sum over observed (i, j) of -log P(Y_ij = y_ij)`` divided by the number of them.
+
+    Raises
+    ------
+    ValueError
+        Bad ``Y``, ``sigma`` or parameter shapes.
+    """
+    sigma = _check_sigma(sigma)
+    S = _encode(Y)
+    th, a_, b_ = _params(theta, a, b, S.shape)
+    rows = np.flatnonzero(np.isfinite(th))
+    cols = np.flatnonzero(np.isfinite(a_) & np.isfinite(b_))
+    if rows.size < S.shape[0] or cols.size < S.shape[1]:
+        S = S[np.ix_(rows, cols)]
+    kern = _Kernel(S, sigma, dtype, 1)
+    n_obs = S.size - kern.n_missing
+    if n_obs == 0:
+        raise ValueError("no observed entries have finite parameters")
+    out = kern.run(th[rows], a_[cols], b_[cols], loss=True)
+    return float(out["loss"] / n_obs)
+
+
+def irt_se(fit: IRTFit, Y: Matrix) -> IRTStandardErrors:
+    """Standard errors from the observed information, the other block held fixed (papers/002).
+
+    The source names uncertainty as its open limitation; this is the simplest honest answer.
+    For ability ``theta_i`` with the items fixed, the information is
+    ``sum_j p_ij (1 - p_ij) a_j^2 / sigma^2`` over the items model ``i`` answered; for item
+    ``j`` with the abilities fixed, the 2x2 information of ``(a_j, b_j)`` is
+    ``sum_i p_ij (1 - p_ij) [theta_i^2, theta_i; theta_i, 1] / sigma^2``. It ignores the
+    uncertainty of the fixed block and of the normalisation, which is small when the other
+    dimension is large (many items for abilities, many models for item parameters); check it
+    with a parametric bootstrap (see the tests and notebook 02).
+
+    Parameters
+    ----------
+    fit : IRTFit
+        A fit of ``Y``.
+    Y : (n_models, n_items) array or EvalMatrix
+        The data the fit was made on.
+
+    Returns
+    -------
+    IRTStandardErrors
+        ``NaN`` for excluded models and items.
+
+    Raises
+    ------
+    ValueError
+        Shapes of ``Y`` and ``fit`` disagree, or bad ``Y``.
+    """
+    S = _encode(Y)
+    th, a_, b_ = _params(fit.theta, fit.a, fit.b, S.shape)
+    rows = np.flatnonzero(np.isfinite(th))
+    cols = np.flatnonzero(np.isfinite(a_))
+    Ss = S[np.ix_(rows, cols)] if (rows.size < S.shape[0] or cols.size < S.shape[1]) else S
+    kern = _Kernel(Ss, fit.sigma, np.float64, None)
+    try:
+        out = kern.run(th[rows], a_[cols], b_[cols], info=True)
+    finally:
+        kern.close()
+    s2 = fit.sigma**2
+    # Wa holds sum_j w_ij a_j^2 / sigma^2 (a was scaled by 1/sigma inside the kernel)
+    se_t = np.full(S.shape[0], np.nan)
+    with np.errstate(divide="ignore"):
+        se_t[rows] = 1.0 / np.sqrt(out["Wa"])
+        W = out["W"] / s2
+        det = W[0] * W[2] - W[1] ** 2
+        se_a = np.full(S.shape[1], np.nan)
+        se_b = np.full(S.shape[1], np.nan)
+        se_a[cols] = np.sqrt(W[2] / det)
+        se_b[cols] = np.sqrt(W[0] / det)
+    return IRTStandardErrors(theta=se_t, a=se_a, b=se_b)
+
+
+def irt_information(fit: IRTFit, theta: npt.ArrayLike) -> np.ndarray:
+    """Fisher information of each item at the given abilities (papers/002).
+
+    ``I_j(theta) = (a_j / sigma)^2 p_j(theta) (1 - p_j(theta))``: how much one answer to item
+    ``j`` tells about the ability of a model at ``theta``. Items with ``a_j = 0`` carry none.
+
+    Parameters
+    ----------
+    fit : IRTFit
+    theta : (n_grid,) array
+        Abilities on the fit's scale (mean 0, variance 1 over the fitted models).
+
+    Returns
+    -------
+    (n_grid, n_items) float array
+        ``NaN`` for excluded items. Sum over items for the test information.
+
+    Raises
+    ------
+    ValueError
+        ``theta`` is not one-dimensional or not finite.
+    """
+    grid = np.asarray(theta, float)
+    if grid.ndim != 1 or not np.isfinite(grid).all():
+        raise ValueError(f"theta must be a finite one-dimensional grid, got shape {grid.shape}")
+    z = (np.multiply.outer(grid, fit.a) + fit.b) / fit.sigma
+    p = 0.5 * (1.0 + np.tanh(0.5 * z))
+    return (fit.a / fit.sigma) ** 2 * p * (1.0 - p)
+
+
+def irt_flag_uninformative(fit: IRTFit, *, threshold: float = UNINFORMATIVE_SLOPE,
+                           include_excluded: bool = True) -> np.ndarray:
+    """Flag items whose discrimination is near zero (papers/002).
+
+    An item is uninformative when ``a_j / sigma < threshold``: the chance of answering it barely
+    depends on ability, so it cannot separate models (the source reads sparse discriminations as
+    a sign of redundant or contaminated items).
+
+    Parameters
+    ----------
+    fit : IRTFit
+    threshold : float
+        Cut-off on the log-odds slope per standard deviation of ability (default
+        :data:`UNINFORMATIVE_SLOPE` = 0.1).
+    include_excluded : bool
+        Also flag the items the fit excluded for having no variation (they are uninformative
+        about models by construction).
+
+    Returns
+    -------
+    (n_items,) bool array
+
+    Raises
+    ------
+    ValueError
+        ``threshold`` is negative.
+    """
+    if threshold < 0:
+        raise ValueError(f"threshold must be non-negative, got {threshold}")
+    slope = fit.a / fit.sigma
+    flag = np.where(np.isnan(slope), include_excluded, slope < threshold)
+    return flag.astype(bool)
+
+
+def irt_rank_compare(fit: IRTFit, Y: Matrix) -> IRTRankComparison:
+    """Kendall's tau between the ranking by ability and by mean accuracy (papers/002).
+
+    Parameters
+    ----------
+    fit : IRTFit
+        A fit of ``Y``.
+    Y : (n_models, n_items) array or EvalMatrix
+        Mean accuracy is taken over each model's observed entries (all items, including those
+        the fit excluded).
+
+    Returns
+    -------
+    IRTRankComparison
+        ``tau`` (tau-b, ties handled) and its p-value over the fitted models.
+
+    Raises
+    ------
+    ValueError
+        Shapes disagree.
+    """
+    arr = _as_matrix(Y)
+    if arr.shape[0] != fit.theta.shape[0]:
+        raise ValueError(f"Y has {arr.shape[0]} models but the fit has {fit.theta.shape[0]}")
+    acc = np.nanmean(np.asarray(arr, float), axis=1)
+    ok = np.isfinite(fit.theta) & np.isfinite(acc)
+    tau, p = stats.kendalltau(fit.theta[ok], acc[ok])
+    return IRTRankComparison(tau=float(tau), pvalue=float(p), n_models=int(ok.sum()),
+                             theta=fit.theta, accuracy=acc)
+
+
+def irt_group_easiness(fit: IRTFit, clusters: npt.ArrayLike) -> pd.DataFrame:
+    """Summarise fitted easiness and discrimination by item group (papers/002).
+
+    Parameters
+    ----------
+    fit : IRTFit
+    clusters : (n_items,) labels
+        Group of each item (category, difficulty level...).
+
+    Returns
+    -------
+    DataFrame
+        One row per group, sorted by median easiness: ``n_items``, ``n_fitted``,
+        ``b_median``, ``b_mean``, ``a_median``, ``share_uninformative``.
+
+    Raises
+    ------
+    ValueError
+        ``clusters`` does not have one label per item.
+    """
+    lab = np.asarray(clusters)
+    if lab.shape != fit.b.shape:
+        raise ValueError(f"clusters has shape {lab.shape}; need one label per item {fit.b.shape}")
+    df = pd.DataFrame({"group": lab, "a": fit.a, "b": fit.b,
+                       "flag": irt_flag_uninformative(fit, include_excluded=False)})
+    g = df.groupby("group", sort=False)
+    out = pd.DataFrame({
+        "n_items": g.size(),
+        "n_fitted": g["b"].count(),
+        "b_median": g["b"].median(),
+        "b_mean": g["b"].mean(),
+        "a_median": g["a"].median(),
+        "share_uninformative": g["flag"].mean(),
+    })
+    return out.sort_values("b_median")
+
+
+# --- simulation (to move into simulate.py) --------------------------------------------------
+
+
+def simulate_2pl(
+    n_models: int,
+    n_items: int,
+    *,
+    rng: np.random.Generator | int,
+    sigma: float = 1.0,
+    missing: float = 0.0,
+    mechanism: Literal["mcar", "mar", "mnar"] = "mcar",
+    a_spread: float = 0.5,
+    a_mean: float = 0.0,
+    b_sd: float = 1.0,
+    dtype: type = np.float64,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Draw a 2PL response matrix with known parameters and missing entries (papers/002).
+
+    ``theta ~ N(0, 1)`` standardised exactly to mean 0 and variance 1 (the fit's scale), ``a =
+    exp(N(a_mean, a_spread^2))``, ``b ~ N(0, b_sd^2)``, ``Y_ij ~ Bernoulli(sigmoid((theta_i a_j +
+    b_j) / sigma))``; then a fraction ``missing`` of entries is set to ``NaN`` by
+
+    * ``"mcar"``: completely at random;
+    * ``"mar"``: with log-odds ``c - x_ij / sigma`` (weak models on hard items go missing more
+      often), depending on the parameters but not on the drawn outcome, so the likelihood of the
+      observed entries is still right;
+    * ``"mnar"``: only wrong answers go missing (like unparsable failed answers), at the rate that
+      gives the requested overall fraction (capped at all wrong answers): the observed entries
+      then overstate every model and item.
+
+    Parameters
+    ----------
+    n_models, n_items : int
+    rng : Generator or int
+    sigma : float
+        Temperature.
+    missing : float
+        Expected fraction of entries set to NaN, in ``[0, 1)``.
+    mechanism : {"mcar", "mar", "mnar"}
+    a_spread, a_mean : float
+        Log-normal spread and location of the discriminations (``a_spread = 0``: all equal).
+    b_sd : float
+        Standard deviation of the easiness.
+    dtype : numpy float type
+        dtype of the returned matrix (float32 halves memory at leaderboard scale).
+
+    Returns
+    -------
+    Y : (n_models, n_items) array
+        0/1 with NaN for missing entries.
+    truth : dict
+        ``theta``, ``a``, ``b``, ``sigma``, ``mechanism``, ``missing`` (realised fraction).
+
+    Raises
+    ------
+    ValueError
+        Sizes below (2, 1), ``missing`` outside ``[0, 1)``, unknown mechanism, ``sigma <= 0``.
+    """
+    rng = as_rng(rng)
+    sigma = _check_sigma(sigma)
+    if int(n_models) < 2 or int(n_items) < 1:
+        raise ValueError(f"need n_models >= 2 and n_items >= 1, got {n_models}, {n_items}")
+    if not 0.0 <= missing < 1.0:
+        raise ValueError(f"missing must be a fraction in [0, 1), got {missing}")
+    if mechanism not in ("mcar", "mar", "mnar"):
+        raise ValueError(f"mechanism must be 'mcar', 'mar' or 'mnar', got {mechanism!r}")
+    if a_spread < 0 or b_sd < 0:
+        raise ValueError("a_spread and b_sd must be non-negative")
+    n, m = int(n_models), int(n_items)
+    theta = rng.standard_normal(n)
+    theta = (theta - theta.mean()) / theta.std()
+    a = np.exp(a_mean + a_spread * rng.standard_normal(m))
+    b = b_sd * rng.standard_normal(m)
+    Y = np.empty((n, m), dtype=dtype)
+    step = _row_step(m)
+    c_mar = 0.0
+    if mechanism == "mar" and missing > 0:
+        # solve mean(sigmoid(c - x/sigma)) = missing for c on a sub-sample of rows
+        sub = np.multiply.outer(theta[:: max(1, n // 200)], a) + b
+        c_mar = optimize.brentq(lambda c: float(np.mean(_sigmoid(c - sub / sigma))) - missing, -50, 50)
+    wrong_rate = 0.0
+    n_missing = 0
+    p_wrong_total = 0.0
+    for s in range(0, n, step):
+        x = np.multiply.outer(theta[s : s + step], a) + b
+        p = _sigmoid(x / sigma)
+        p_wrong_total += float((1.0 - p).sum())
+    if mechanism == "mnar" and missing > 0:
+        wrong_rate = min(1.0, missing * n * m / p_wrong_total)
+    for s in range(0, n, step):
+        x = np.multiply.outer(theta[s : s + step], a) + b
+        p = _sigmoid(x / sigma)
+        y = (rng.random(p.shape) < p).astype(dtype)
+        if missing > 0:
+            u = rng.random(p.shape)
+            if mechanism == "mcar":
+                drop = u < missing
+            elif mechanism == "mar":
+                drop = u < _sigmoid(c_mar - x / sigma)
+            else:
+                drop = (y == 0) & (u < wrong_rate)
+            y[drop] = np.nan
+            n_missing += int(drop.sum())
+        Y[s : s + step] = y
+    truth = {"theta": theta, "a": a, "b": b, "sigma": sigma, "mechanism": mechanism,
+             "missing": n_missing / (n * m)}
+    return Y, truth
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * z))

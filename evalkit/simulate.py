@@ -1,0 +1,247 @@
+"""Simulators with known truth: clustered outcomes and missing-response mechanisms.
+
+Every simulator returns the evalkit long table (``model, item, cluster, correct, status`` plus the
+latent quantities that make up the truth), so simulated and real data travel the same path.
+
+Outcome model (one model, clustered items)::
+
+    logit P(Y_ij = 1) = mu + u_i + beta_x * x_ij,   u_i ~ N(0, sigma_u^2),  x_ij ~ N(0, 1)
+
+``mu`` and ``sigma_u`` are calibrated (:func:`simulate_calibrate`) so that the expected accuracy
+and the intra-class correlation *on the observed 0/1 scale* are the ones requested.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, special
+
+from .data import MISSING_REASONS
+from .types import as_rng
+
+__all__ = [
+    "Mechanism",
+    "MECHANISMS",
+    "simulate_calibrate",
+    "simulate_icc_observed",
+    "simulate_cluster_sizes",
+    "simulate_clustered",
+    "simulate_missing",
+]
+
+Mechanism = Literal["mcar", "mar", "mnar_cluster", "mnar_item"]
+MECHANISMS: tuple[str, ...] = ("mcar", "mar", "mnar_cluster", "mnar_item")
+
+_GH_NODES, _GH_WEIGHTS = np.polynomial.hermite_e.hermegauss(60)
+_GH_WEIGHTS = _GH_WEIGHTS / _GH_WEIGHTS.sum()  # expectations over a standard normal
+
+
+def _cluster_probs(mu: float, sigma_u: float, beta_x: float) -> np.ndarray:
+    """``E[P(Y=1) | u]`` at the quadrature nodes of ``u`` (x integrated out)."""
+    u = sigma_u * _GH_NODES[:, None]
+    x = beta_x * _GH_NODES[None, :]
+    return special.expit(mu + u + x) @ _GH_WEIGHTS
+
+
+def simulate_icc_observed(mu: float, sigma_u: float, beta_x: float = 0.0) -> tuple[float, float]:
+    """Expected accuracy and observed-scale ICC of the logit-normal outcome model.
+
+    The observed-scale ICC of 0/1 outcomes is ``Var(p_i) / (pbar (1 - pbar))`` where
+    ``p_i = E[P(Y_ij=1) | u_i]`` is cluster ``i``'s expected accuracy.
+
+    Returns
+    -------
+    mean, icc : float
+    """
+    p = _cluster_probs(mu, sigma_u, beta_x)
+    mean = float(p @ _GH_WEIGHTS)
+    var = float(((p - mean) ** 2) @ _GH_WEIGHTS)
+    return mean, var / (mean * (1 - mean))
+
+
+@lru_cache(maxsize=256)
+def simulate_calibrate(mean: float, icc: float, beta_x: float = 0.0) -> tuple[float, float]:
+    """Find ``(mu, sigma_u)`` giving expected accuracy ``mean`` and observed-scale ICC ``icc``.
+
+    Parameters
+    ----------
+    mean : float in (0, 1)
+    icc : float in [0, 0.9]
+    beta_x : float
+        Effect of the item covariate (it adds within-cluster variation).
+
+    Raises
+    ------
+    ValueError
+        A mean outside (0, 1) or an ICC outside [0, 0.9].
+    """
+    if not 0.0 < mean < 1.0:
+        raise ValueError(f"mean accuracy must be in (0, 1), got {mean}")
+    if not 0.0 <= icc <= 0.9:
+        raise ValueError(f"icc must be in [0, 0.9], got {icc}")
+
+    def mu_for(sigma_u: float) -> float:
+        return optimize.brentq(lambda m: simulate_icc_observed(m, sigma_u, beta_x)[0] - mean, -30, 30, xtol=1e-12)
+
+    if icc == 0.0:
+        return mu_for(0.0), 0.0
+    f = lambda s: simulate_icc_observed(mu_for(s), s, beta_x)[1] - icc  # noqa: E731
+    hi = 1.0
+    while f(hi) < 0:
+        hi *= 2
+        if hi > 64:
+            raise ValueError(f"icc={icc} is not reachable at mean={mean} with beta_x={beta_x}")
+    sigma_u = optimize.brentq(f, 1e-8, hi, xtol=1e-10)
+    return mu_for(sigma_u), float(sigma_u)
+
+
+def simulate_cluster_sizes(n_clusters: int, cluster_size: int, *, sizes: Literal["balanced", "skewed"] = "balanced",
+                           rng: np.random.Generator | int) -> np.ndarray:
+    """Cluster sizes summing to ``n_clusters * cluster_size``.
+
+    ``"balanced"``: all equal. ``"skewed"``: log-normal shares (SD 1 on the log scale), each
+    cluster at least 2 items, like real benchmarks where a few sub-tasks dominate.
+    """
+    if n_clusters < 1 or cluster_size < 1:
+        raise ValueError("n_clusters and cluster_size must be positive")
+    total = n_clusters * cluster_size
+    if sizes == "balanced":
+        return np.full(n_clusters, cluster_size, dtype=int)
+    if sizes != "skewed":
+        raise ValueError(f"sizes must be 'balanced' or 'skewed', got {sizes!r}")
+    if cluster_size < 2:
+        raise ValueError("skewed sizes need cluster_size >= 2")
+    rng = as_rng(rng)
+    share = rng.lognormal(0.0, 1.0, n_clusters)
+    extra = total - 2 * n_clusters
+    n = 2 + np.floor(share / share.sum() * extra).astype(int)
+    n[np.argmax(share)] += total - n.sum()
+    return n
+
+
+def simulate_clustered(*, n_clusters: int, cluster_size: int, mean: float, icc: float,
+                       rng: np.random.Generator | int, sizes: Literal["balanced", "skewed"] = "balanced",
+                       beta_x: float = 0.0, model: str = "sim") -> pd.DataFrame:
+    """Draw one model's 0/1 outcomes on clustered items with a given mean accuracy and ICC.
+
+    Paper: papers/000 (simulation design).
+
+    Parameters
+    ----------
+    n_clusters, cluster_size : int
+        Number of clusters and their average size (``n = n_clusters * cluster_size`` items).
+    mean : float
+        Expected accuracy.
+    icc : float
+        Intra-class correlation on the observed 0/1 scale.
+    rng : Generator or int
+    sizes : {"balanced", "skewed"}
+    beta_x : float
+        Log-odds effect of the item covariate ``x ~ N(0, 1)`` on correctness.
+    model : str
+        Model id written into the table.
+
+    Returns
+    -------
+    DataFrame
+        The long table with extra columns ``x`` (covariate), ``u`` (cluster effect), ``p`` (true
+        probability) and ``correct_full`` (the outcome, kept when missingness is added later).
+        ``df.attrs`` holds ``mu``, ``sigma_u``, ``icc`` and ``mean``.
+    """
+    rng = as_rng(rng)
+    mu, sigma_u = simulate_calibrate(float(mean), float(icc), float(beta_x))
+    n_g = simulate_cluster_sizes(n_clusters, cluster_size, sizes=sizes, rng=rng)
+    g = np.repeat(np.arange(n_clusters), n_g)
+    u = rng.normal(0.0, sigma_u, n_clusters)[g]
+    x = rng.normal(0.0, 1.0, g.size)
+    p = special.expit(mu + u + beta_x * x)
+    y = (rng.random(g.size) < p).astype(float)
+    width = len(str(n_clusters - 1))
+    df = pd.DataFrame({
+        "model": model,
+        "item": [f"i{k:05d}" for k in range(g.size)],
+        "cluster": [f"c{k:0{width}d}" for k in g],
+        "correct": y,
+        "status": "ok",
+        "x": x,
+        "u": u,
+        "p": p,
+        "correct_full": y,
+    })
+    df.attrs.update(mu=mu, sigma_u=sigma_u, icc=icc, mean=mean, beta_x=beta_x)
+    return df
+
+
+def simulate_missing(df: pd.DataFrame, *, mechanism: Mechanism, response_rate: float, strength: float = 1.0,
+                     rng: np.random.Generator | int, reason: str = "refusal") -> pd.DataFrame:
+    """Hide some outcomes of a simulated long table according to a missingness mechanism.
+
+    The response indicator ``R`` follows ``logit P(R=1) = a0 + strength * z`` where ``z`` is
+
+    * ``"mcar"``: nothing (``z = 0``): missing completely at random;
+    * ``"mar"``: the observed covariate ``x`` (standardised): at random given ``x``;
+    * ``"mnar_cluster"``: the cluster effect ``u / sd(u)``: not at random, but shared by a
+      cluster, so a cluster-level propensity can recover it;
+    * ``"mnar_item"``: ``2 y - 1``, the unobserved outcome itself: no observed quantity explains it.
+
+    ``a0`` is solved so that the expected response rate over the items equals ``response_rate``.
+    Positive ``strength`` means easier items (or correct answers) are answered more often, so the
+    complete-case accuracy is biased upward, as with refusals of hard questions.
+
+    Paper: papers/000.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Output of :func:`simulate_clustered` (needs ``x``, ``u`` and ``correct_full``).
+    mechanism : {"mcar", "mar", "mnar_cluster", "mnar_item"}
+    response_rate : float in (0, 1]
+    strength : float
+    rng : Generator or int
+    reason : str
+        The missing reason written into ``status`` (default ``refusal``).
+
+    Returns
+    -------
+    DataFrame
+        A copy with ``correct`` NaN and ``status = reason`` where not observed, and the true
+        response probability in ``p_respond``.
+    """
+    if mechanism not in MECHANISMS:
+        raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+    if not 0.0 < response_rate <= 1.0:
+        raise ValueError(f"response_rate must be in (0, 1], got {response_rate}")
+    if reason not in MISSING_REASONS:
+        raise ValueError(f"reason must be one of {MISSING_REASONS}, got {reason!r}")
+    for col in ("x", "u", "correct_full"):
+        if col not in df.columns:
+            raise ValueError(f"simulate_missing needs column {col!r}: start from simulate_clustered()")
+    rng = as_rng(rng)
+    y = df["correct_full"].to_numpy(dtype=float)
+    if mechanism == "mcar":
+        z = np.zeros(len(df))
+    elif mechanism == "mar":
+        x = df["x"].to_numpy(dtype=float)
+        z = (x - x.mean()) / (x.std() or 1.0)
+    elif mechanism == "mnar_cluster":
+        u = df["u"].to_numpy(dtype=float)
+        sd = df.attrs.get("sigma_u") or u.std()
+        z = u / sd if sd > 0 else np.zeros(len(df))
+    else:
+        z = 2.0 * y - 1.0
+    out = df.copy()
+    if response_rate == 1.0:
+        p_r = np.ones(len(df))
+    else:
+        a0 = optimize.brentq(lambda a: special.expit(a + strength * z).mean() - response_rate, -50, 50)
+        p_r = special.expit(a0 + strength * z)
+    r = rng.random(len(df)) < p_r
+    out["p_respond"] = p_r
+    out.loc[~r, "correct"] = np.nan
+    out.loc[~r, "status"] = reason
+    out.attrs.update(df.attrs, mechanism=mechanism, response_rate=response_rate, strength=strength)
+    return out

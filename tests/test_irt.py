@@ -1,0 +1,231 @@
+"""Tests for evalkit.irt: the 2PL model fitted by cBMM and by L-BFGS-B (papers/002).
+
+Correctness only (recovery, monotone objective, agreement of the two fitters, standard errors
+against a parametric bootstrap, degenerate rows/columns, bad input); nothing here is timed.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from evalkit import EvalkitWarning
+from evalkit.irt import (
+    IRTFit,
+    irt_fit,
+    irt_fit_lbfgs,
+    irt_flag_uninformative,
+    irt_group_easiness,
+    irt_information,
+    irt_objective,
+    irt_rank_compare,
+    irt_se,
+    simulate_2pl,
+)
+
+
+def _corr(x: np.ndarray, y: np.ndarray) -> float:
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+@pytest.fixture(scope="module")
+def sim() -> tuple[np.ndarray, dict]:
+    """A 200 x 800 matrix with 10% MCAR missing entries and known parameters."""
+    return simulate_2pl(200, 800, rng=20260511, missing=0.1, mechanism="mcar")
+
+
+@pytest.fixture(scope="module")
+def fit(sim: tuple[np.ndarray, dict]) -> IRTFit:
+    return irt_fit(sim[0])
+
+
+def test_recovery_on_simulation(sim, fit):
+    """Intent: with 800 items and 200 models every parameter block is recovered closely."""
+    _, truth = sim
+    assert fit.converged
+    assert _corr(fit.theta, truth["theta"]) > 0.98
+    assert _corr(fit.a, truth["a"]) > 0.85
+    assert _corr(fit.b, truth["b"]) > 0.97
+    # normalisation: theta has mean 0 and (population) variance 1, a is non-negative
+    assert abs(fit.theta.mean()) < 1e-9 and abs(fit.theta.std() - 1) < 1e-9
+    assert (fit.a >= 0).all()
+
+
+def test_recovery_with_sigma(sim):
+    """Intent: the temperature only rescales a and b (a fit at sigma=2 has a, b doubled)."""
+    Y, _ = sim
+    f1 = irt_fit(Y[:, :200], sigma=1.0, tol=1e-10, dtype=np.float64)
+    f2 = irt_fit(Y[:, :200], sigma=2.0, tol=1e-10, dtype=np.float64)
+    assert f2.objective == pytest.approx(f1.objective, rel=1e-6)
+    np.testing.assert_allclose(f2.a, 2 * f1.a, rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(f2.theta, f1.theta, atol=2e-2)
+
+
+@pytest.mark.parametrize("dtype, slack", [(np.float64, 1e-12), (np.float32, 1e-7)])
+def test_objective_never_increases(sim, dtype, slack):
+    """Intent: every cBMM sweep is an MM step, so the history is non-increasing (to rounding)."""
+    Y, _ = sim
+    f = irt_fit(Y[:100, :300], tol=1e-9, dtype=dtype)
+    h = f.history
+    assert len(h) > 10
+    assert np.all(np.diff(h) <= slack * h[1:])
+    assert f.objective == h[-1]
+
+
+def test_objective_function_matches_fit(sim, fit):
+    """Intent: irt_objective evaluated at the fitted parameters is the fit's final objective."""
+    Y, _ = sim
+    assert irt_objective(Y, fit.theta, fit.a, fit.b) == pytest.approx(fit.objective, rel=1e-6)
+    # and it is the plain mean cross-entropy over observed entries
+    obs = ~np.isnan(Y)
+    p = 1 / (1 + np.exp(-(np.outer(fit.theta, fit.a) + fit.b)))
+    bce = -(Y * np.log(p) + (1 - Y) * np.log1p(-p))
+    assert irt_objective(Y, fit.theta, fit.a, fit.b) == pytest.approx(bce[obs].mean(), rel=1e-10)
+
+
+def test_cbmm_and_lbfgs_reach_the_same_optimum():
+    """Intent: both fitters minimise the same objective under the same normalisation."""
+    Y, _ = simulate_2pl(60, 150, rng=7, missing=0.05)
+    f_mm = irt_fit(Y, tol=1e-11, max_iter=100_000, dtype=np.float64)
+    f_lb = irt_fit_lbfgs(Y, tol=1e-13, dtype=np.float64)
+    assert f_mm.converged and f_lb.converged
+    assert f_mm.objective == pytest.approx(f_lb.objective, rel=2e-6)
+    assert _corr(f_mm.theta, f_lb.theta) > 0.999
+    assert _corr(f_mm.b, f_lb.b) > 0.999
+
+
+def test_lbfgs_stops_at_target(sim, fit):
+    """Intent: the baseline can be timed to the objective cBMM reached."""
+    Y, _ = sim
+    f = irt_fit_lbfgs(Y, target=fit.objective)
+    assert f.objective <= fit.objective * (1 + 1e-6)
+    assert np.isfinite(f.time_to_objective(fit.objective))
+
+
+def test_standard_errors_match_parametric_bootstrap():
+    """Intent: the information-based SEs agree with the spread of refits on simulated data.
+
+    Parametric bootstrap from the truth; for each parameter the bootstrap SD over R refits has
+    relative Monte Carlo error about 1/sqrt(2(R-1)); the average ratio SD/SE over K parameters
+    is compared with 1 within 4 Monte Carlo standard errors of that average.
+    """
+    n, m, R = 150, 300, 40
+    rng = np.random.default_rng(11)
+    Y0, truth = simulate_2pl(n, m, rng=rng)
+    p_true = 1 / (1 + np.exp(-(np.outer(truth["theta"], truth["a"]) + truth["b"])))
+    est = {"theta": [], "a": [], "b": []}
+    ses = {"theta": [], "a": [], "b": []}
+    for _ in range(R):
+        Y = (rng.random((n, m)) < p_true).astype(float)  # fresh outcomes, fixed parameters
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", EvalkitWarning)
+            f = irt_fit(Y, tol=1e-9)
+        if f.excluded_items or f.excluded_models:
+            continue
+        se = irt_se(f, Y)
+        for k in est:
+            est[k].append(getattr(f, k))
+            ses[k].append(getattr(se, k))
+    R_ok = len(est["theta"])
+    assert R_ok >= R - 3
+    rel_mc = 1 / np.sqrt(2 * (R_ok - 1))
+    for k, slack in (("theta", 0.0), ("b", 0.0), ("a", 0.0)):
+        sd = np.std(np.asarray(est[k]), axis=0, ddof=1)
+        se = np.mean(np.asarray(ses[k]), axis=0)
+        ratio = sd / se
+        mcse = np.sqrt(rel_mc**2 / ratio.size + ratio.var(ddof=1) / ratio.size)
+        print(k, ratio.mean(), mcse)
+        assert abs(ratio.mean() - 1) < 4 * mcse + 0.1 + slack, (k, ratio.mean(), mcse)
+
+
+def test_degenerate_rows_and_columns_are_excluded():
+    """Intent: no-variation items and models are reported, excluded and get NaN parameters."""
+    Y, _ = simulate_2pl(40, 60, rng=3)
+    Y[:, 0] = 1.0  # everyone right
+    Y[:, 1] = 0.0  # everyone wrong
+    Y[:, 2] = np.nan  # nobody answered
+    Y[5, :] = 1.0  # a model that got everything right
+    Y[5, 2] = np.nan
+    with pytest.warns(EvalkitWarning, match="excluded"):
+        f = irt_fit(Y)
+    assert f.excluded_items[0] == "all_correct"
+    assert f.excluded_items[1] == "all_wrong"
+    assert f.excluded_items[2] == "all_missing"
+    assert f.excluded_models == {5: "all_correct"}
+    assert np.isnan(f.a[:3]).all() and np.isnan(f.theta[5])
+    assert np.isfinite(f.a[3:]).all() and np.isfinite(np.delete(f.theta, 5)).all()
+    assert irt_flag_uninformative(f)[:3].all()
+    se = irt_se(f, Y)
+    assert np.isnan(se.theta[5]) and np.isfinite(np.delete(se.theta, 5)).all()
+
+
+@pytest.mark.parametrize(
+    "Y, match",
+    [
+        (np.zeros(5), "two-dimensional"),
+        (np.zeros((2, 3, 4)), "two-dimensional"),
+        (np.full((3, 4), 2.0), "0/1"),
+        (np.full((3, 4), -1.0), "0/1"),
+        (np.full((3, 4), np.nan), "no observed"),
+        (np.array([[0, 1, np.inf], [1, 0, 1]]), "0/1"),
+        (np.zeros((1, 4)), "at least 2 models"),
+    ],
+)
+def test_bad_input_raises(Y, match):
+    with pytest.raises(ValueError, match=match):
+        irt_fit(Y)
+
+
+def test_bad_arguments_raise(sim):
+    Y, _ = sim
+    for sigma in (0.0, -1.0, np.nan):
+        with pytest.raises(ValueError, match="sigma"):
+            irt_fit(Y, sigma=sigma)
+    with pytest.raises(ValueError, match="tol"):
+        irt_fit(Y, tol=0)
+    with pytest.raises(TypeError):
+        irt_fit(np.array([["a", "b"], ["c", "d"]]))
+    with pytest.raises(ValueError, match="shapes"):
+        irt_objective(Y, np.zeros(3), np.zeros(800), np.zeros(800))
+    with pytest.raises(ValueError, match="mechanism"):
+        simulate_2pl(5, 5, rng=0, missing=0.1, mechanism="bogus")
+    with pytest.raises(TypeError):
+        simulate_2pl(5, 5, rng=None)
+
+
+@pytest.mark.parametrize("mechanism", ["mcar", "mar", "mnar"])
+def test_simulate_missing_fraction(mechanism):
+    """Intent: each mechanism removes about the requested share of entries."""
+    Y, truth = simulate_2pl(200, 300, rng=5, missing=0.2, mechanism=mechanism)
+    frac = np.isnan(Y).mean()
+    assert truth["missing"] == pytest.approx(frac)
+    assert abs(frac - 0.2) < 0.02
+    assert set(np.unique(Y[~np.isnan(Y)])) <= {0.0, 1.0}
+
+
+def test_mnar_biases_easiness_upwards():
+    """Intent: when only wrong answers go missing, the fitted easiness is biased upwards."""
+    Y, truth = simulate_2pl(150, 300, rng=9, missing=0.2, mechanism="mnar")
+    f = irt_fit(Y)
+    assert np.mean(f.b - truth["b"]) > 0.3
+    Y, truth = simulate_2pl(150, 300, rng=9, missing=0.2, mechanism="mcar")
+    f = irt_fit(Y)
+    assert abs(np.mean(f.b - truth["b"])) < 0.15
+
+
+def test_derived_views(sim, fit):
+    Y, truth = sim
+    grid = np.linspace(-3, 3, 7)
+    info = irt_information(fit, grid)
+    assert info.shape == (7, Y.shape[1]) and (info >= 0).all()
+    rc = irt_rank_compare(fit, Y)
+    assert rc.n_models == Y.shape[0] and 0.8 < rc.tau <= 1.0
+    # items with tiny true discrimination are flagged more often than the others
+    flag = irt_flag_uninformative(fit, threshold=0.3)
+    low = truth["a"] < 0.3
+    assert flag[low].mean() > flag[~low].mean()
+    groups = np.where(truth["b"] > 0, "easy", "hard")
+    tab = irt_group_easiness(fit, groups)
+    assert list(tab.index) == ["hard", "easy"] and tab["n_items"].sum() == Y.shape[1]

@@ -1,0 +1,201 @@
+"""Checks on the project itself: dependency lists, notebooks, README commands, CI script.
+
+These fail when two files that must agree drift apart (pyproject.toml vs environment.yml, the
+README vs the Makefile and CONTRIBUTING.md), or when a notebook is committed without being run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import tomllib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+# The pip name of evalkit itself, as used in self-referencing extras ("evalkit[test]").
+SELF = "evalkit"
+
+
+def pyproject() -> dict:
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)
+
+
+def split_requirement(req: str) -> tuple[str, str]:
+    """Split ``"numpy>=1.26"`` into the normalised name and the specifier (``"numpy", ">=1.26"``)."""
+    match = re.fullmatch(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*?)\s*", req)
+    assert match, f"cannot read the requirement {req!r}"
+    name = re.sub(r"[-_.]+", "-", match.group(1)).lower()
+    return name, match.group(3).replace(" ", "")
+
+
+def environment_yml() -> tuple[list[str], list[str]]:
+    """Read environment.yml's conda dependencies and its pip list, without needing PyYAML.
+
+    The file is a flat list under ``dependencies:`` with one nested ``- pip:`` list; anything
+    fancier should make this parser fail loudly rather than guess.
+    """
+    conda: list[str] = []
+    pip: list[str] = []
+    in_deps, pip_indent = False, None
+    for raw in (ROOT / "environment.yml").read_text().splitlines():
+        line = re.sub(r"(^|\s)#.*$", "", raw).rstrip()
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        text = line.strip()
+        if indent == 0:
+            in_deps, pip_indent = text == "dependencies:", None
+            continue
+        if not in_deps:
+            continue
+        assert text.startswith("- "), f"environment.yml: unexpected line under dependencies: {raw!r}"
+        item = text[2:].strip()
+        if pip_indent is not None and indent > pip_indent:
+            pip.append(item)
+        elif item == "pip:":
+            pip_indent = indent
+        else:
+            pip_indent = None
+            conda.append(item)
+    return conda, pip
+
+
+def test_environment_yml_lists_the_same_dependencies_as_pyproject() -> None:
+    project = pyproject()["project"]
+    extras = project["optional-dependencies"]
+    wanted = {}
+    for req in project["dependencies"] + extras["test"] + extras["dev"]:
+        name, spec = split_requirement(req)
+        if name != SELF:
+            wanted[name] = spec
+    conda, pip = environment_yml()
+    listed = dict(split_requirement(item) for item in conda)
+
+    assert listed.pop("python", None) == project["requires-python"], "python versions differ"
+    assert listed.pop("pip", None) is not None, "environment.yml must list pip"
+    missing = sorted(set(wanted) - set(listed))
+    extra = sorted(set(listed) - set(wanted))
+    assert not missing, f"in pyproject.toml but not environment.yml: {missing}"
+    assert not extra, f"in environment.yml but not pyproject.toml (runtime/test/dev): {extra}"
+    differ = {name: (wanted[name], listed[name]) for name in wanted if wanted[name] != listed[name]}
+    assert not differ, f"version bounds differ (pyproject, environment.yml): {differ}"
+    assert [p.replace("'", '"') for p in pip] == ['-e ".[dev]"'], "environment.yml must pip-install -e .[dev]"
+
+
+def test_dev_extra_includes_test_extra() -> None:
+    dev = pyproject()["project"]["optional-dependencies"]["dev"]
+    assert f"{SELF}[test]" in dev
+
+
+def test_pytest_runs_every_notebook_through_nbval() -> None:
+    config = pyproject()["tool"]["pytest"]["ini_options"]
+    assert "tests" in config["testpaths"] and "notebooks" in config["testpaths"]
+    addopts = config["addopts"]
+    assert "--nbval-lax" in addopts
+    assert "--nbval-current-env" in addopts
+    sanitizers = [opt.split("=", 1)[1] for opt in addopts if opt.startswith("--nbval-sanitize-with=")]
+    assert sanitizers and all((ROOT / path).is_file() for path in sanitizers)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_is_committed_executed_top_to_bottom(path: pathlib.Path) -> None:
+    assert re.fullmatch(r"\d\d-[a-z0-9]+(-[a-z0-9]+)*\.ipynb", path.name), (
+        f"{path.name}: name notebooks NN-title-in-lowercase.ipynb"
+    )
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    code = [cell for cell in nb["cells"] if cell["cell_type"] == "code" and "".join(cell["source"]).strip()]
+    counts = [cell.get("execution_count") for cell in code]
+    assert None not in counts, (
+        f"{path.name}: {counts.count(None)} code cells were never run; execute the notebook top to bottom "
+        "(Kernel > Restart and Run All) and save it"
+    )
+    assert counts == list(range(1, len(code) + 1)), (
+        f"{path.name}: execution counts {counts} are not 1..{len(code)}; restart the kernel, run all cells "
+        "in order and save"
+    )
+    errors = [cell["execution_count"] for cell in code for out in cell["outputs"] if out["output_type"] == "error"]
+    assert not errors, f"{path.name}: cells {errors} were saved with an error"
+
+
+def makefile_targets() -> set[str]:
+    targets: set[str] = set()
+    for line in (ROOT / "Makefile").read_text().splitlines():
+        match = re.match(r"^([A-Za-z0-9_.-]+(?:[ \t]+[A-Za-z0-9_.-]+)*)[ \t]*:(?!=)", line)
+        if match:
+            targets.update(match.group(1).split())
+    return targets
+
+
+def readme_code_blocks() -> list[tuple[str, str]]:
+    """Every fenced code block of the README with the heading it sits under."""
+    blocks, heading, inside, current = [], "", False, []
+    for line in (ROOT / "README.md").read_text().splitlines():
+        if line.startswith("```"):
+            if inside:
+                blocks.append((heading, "\n".join(current)))
+            inside, current = not inside, []
+        elif inside:
+            current.append(line)
+        elif line.startswith("#"):
+            heading = line.lstrip("#").strip()
+    return blocks
+
+
+def test_readme_gives_two_commands_that_are_make_targets() -> None:
+    blocks = readme_code_blocks()
+    two = [body for heading, body in blocks if heading.lower() == "the two commands"]
+    assert len(two) == 1, "README.md needs one code block under '## The two commands'"
+    commands = [line.split("#", 1)[0].strip() for line in two[0].splitlines()]
+    commands = [c for c in commands if c]
+    assert commands == ["make all", "make test"]
+    targets = makefile_targets()
+    used = {m for _, body in blocks for m in re.findall(r"^\s*make ([a-z][a-z0-9_-]*)", body, re.M)}
+    assert used >= {"all", "test", "lab"}
+    assert used <= targets, f"README names make targets the Makefile lacks: {sorted(used - targets)}"
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    script = ROOT / ".ci" / "run"
+    text = script.read_text()
+    assert text.startswith("#!/usr/bin/env bash") and "set -euo pipefail" in text
+    assert re.search(r"^\s*make test\b", text, re.M), ".ci/run must run `make test`, the README's test command"
+    assert os.access(script, os.X_OK), ".ci/run must be executable (chmod +x)"
+
+
+def markdown_table(text: str, heading: str) -> list[str]:
+    """The table rows (lines starting with '|') under the first heading named ``heading``."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("#") and line.lstrip("#").strip() == heading)
+    rows = []
+    for line in lines[start + 1 :]:
+        if line.startswith("#"):
+            break
+        if line.startswith("|"):
+            rows.append(re.sub(r"\s+", " ", line.strip()))
+        elif rows:
+            break
+    return rows
+
+
+def test_readme_naming_table_matches_contributing() -> None:
+    readme = markdown_table((ROOT / "README.md").read_text(), "Naming grammar")
+    contributing = markdown_table((ROOT / "CONTRIBUTING.md").read_text(), "Naming grammar")
+    assert contributing, "CONTRIBUTING.md lost its naming grammar table"
+    assert readme == contributing, "copy the naming grammar table from CONTRIBUTING.md into README.md"
+
+
+def test_readme_paper_table_has_the_five_keys() -> None:
+    rows = markdown_table((ROOT / "README.md").read_text(), "The papers")
+    keys = [re.search(r"papers/\d{3}", row).group(0) for row in rows if re.search(r"papers/\d{3}", row)]
+    assert keys == [f"papers/{i:03d}" for i in range(5)]
+
+
+def test_gitignore_keeps_generated_files_out() -> None:
+    ignored = {line.strip() for line in (ROOT / ".gitignore").read_text().splitlines()}
+    assert {".venv/", "build/", "__pycache__/", ".ipynb_checkpoints/"} <= ignored
