@@ -70,10 +70,13 @@ report: $(STAMP) ## the same as make all
 	    --ExecutePreprocessor.timeout=$(CELL_TIMEOUT) --ExecutePreprocessor.kernel_name=python3 \
 	    --output-dir build/html "$$nb"; \
 	done
-	$(PY) -m evalkit.reproduce $(REPORT_ROWS) build/report
+	@# -W: evalkit/__init__ imports evalkit.reproduce before runpy runs it; that is harmless here.
+	$(PY) -W ignore::RuntimeWarning:runpy -m evalkit.reproduce $(REPORT_ROWS) build/report
 
+# JupyterLab refuses to run as root unless told; containers often are root.
+LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: $(STAMP) ## open JupyterLab on notebooks/
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(LAB_ARGS)
 
 bench: export MPLBACKEND := Agg
 bench: $(BENCH_STAMP) ## run every benchmarks/bench_*.py (installs the bench extras)

@@ -12,8 +12,9 @@ Paper: papers/000 (Handling Missing Responses under Cluster Dependence), the "Va
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable, Literal
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -191,7 +192,8 @@ def mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None = None, *,
         var = n / (n - 1) * float(np.sum(scores**2)) / W**2
         s = math.sqrt(var)
         lo, hi = interval_t(theta, s, n - 1, alpha)
-        return Estimate(theta, s, lo, hi, float(n - 1), "mean, iid" if weights is None else "weighted mean, iid", n, None)
+        label = "mean, iid" if weights is None else "weighted mean, iid"
+        return Estimate(theta, s, lo, hi, float(n - 1), label, n, None)
 
     if clusters is None:
         raise ValueError(f"se={se!r} needs cluster labels; pass clusters= or use se='iid'")
@@ -203,7 +205,8 @@ def mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None = None, *,
             "(with a single cluster the data carry no information about between-cluster variation)"
         )
     if M < 5:
-        warn(f"only {M} clusters: cluster-robust intervals are unreliable with so few; prefer CR2 and read them with care")
+        warn(f"only {M} clusters: cluster-robust intervals are unreliable with so few; "
+             "prefer CR2 and read them with care")
     Wg = np.bincount(codes, weights=w, minlength=M)
     var = cluster_scores_variance(scores, codes, M, W, se, Wg)
     s = math.sqrt(var)

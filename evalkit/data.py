@@ -15,8 +15,8 @@ Long table columns
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -174,7 +174,7 @@ class EvalMatrix:
         counts = np.stack([(self.status == k).sum(axis=1) for k in range(len(STATUSES))], axis=1)
         return pd.DataFrame(counts, index=pd.Index(self.models, name="model"), columns=list(STATUSES))
 
-    def select(self, models: Sequence[str] | None = None, items: Sequence[str] | None = None) -> "EvalMatrix":
+    def select(self, models: Sequence[str] | None = None, items: Sequence[str] | None = None) -> EvalMatrix:
         """Return the sub-matrix for the given model and item ids (in the order given)."""
         r = np.arange(self.n_models) if models is None else _positions(self.models, models, "model")
         c = np.arange(self.n_items) if items is None else _positions(self.items, items, "item")
@@ -191,7 +191,7 @@ def _positions(ids: np.ndarray, wanted: Sequence[str], what: str) -> np.ndarray:
     index = pd.Index(ids)
     pos = index.get_indexer(list(wanted))
     if (pos < 0).any():
-        missing = [w for w, p in zip(wanted, pos) if p < 0][:3]
+        missing = [w for w, p in zip(wanted, pos, strict=True) if p < 0][:3]
         raise KeyError(f"unknown {what} ids {missing}")
     return pos
 

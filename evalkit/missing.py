@@ -61,6 +61,7 @@ __all__ = [
     "missing_complete_case",
     "missing_bounds",
     "missing_breakdown",
+    "missing_features",
     "missing_report",
     "missing_study",
     "sensitivity_delta",
@@ -93,7 +94,7 @@ def _as_response(R: npt.ArrayLike) -> np.ndarray:
     return r
 
 
-def _as_features(X: npt.ArrayLike | None, n: int) -> tuple[np.ndarray, list[str]]:
+def _as_features(X: npt.ArrayLike | None, n: int, *, check_constant: bool = True) -> tuple[np.ndarray, list[str]]:
     """Features as an (n, k) float array (k may be 0) and their names."""
     if X is None:
         return np.zeros((n, 0)), []
@@ -121,7 +122,7 @@ def _as_features(X: npt.ArrayLike | None, n: int) -> tuple[np.ndarray, list[str]
         )
     sd = arr.std(axis=0)
     const = [names[k] for k in np.flatnonzero(sd == 0)]
-    if const:
+    if const and check_constant:
         raise ValueError(f"features {const} are constant; they duplicate the intercept, drop them")
     return arr, names
 
@@ -224,7 +225,7 @@ class PropensityFit:
             return self.p.copy()
         m = None
         if X is not None:
-            Xa, _ = _as_features(X, np.asarray(X).shape[0])
+            Xa, _ = _as_features(X, np.asarray(X).shape[0], check_constant=False)
             if Xa.shape[1] != self.coef.size:
                 raise ValueError(f"X has {Xa.shape[1]} features but the fit used {self.coef.size}")
             m = Xa.shape[0]
@@ -386,7 +387,8 @@ class _RandomIntercept:
 
     def laplace(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         """Negative Laplace log-likelihood and its exact gradient in ``(beta, log sigma)``."""
-        beta, tau = theta[:-1], theta[-1]
+        beta, tau_raw = theta[:-1], theta[-1]
+        tau = min(max(tau_raw, _LOG_SIGMA_BOUNDS[0]), _LOG_SIGMA_BOUNDS[1])
         sigma2 = math.exp(2 * tau)
         eta0 = self.Z @ beta
         u, p, A = self.modes(eta0, sigma2)
@@ -403,11 +405,13 @@ class _RandomIntercept:
         g_beta = Z.T @ (self.R - p - 0.5 * w3 / A[codes] + (c / A)[codes] * (-w))
         del du_dbeta_num
         g_tau = np.sum(u**2 / sigma2 - 1.0 + 1.0 / (sigma2 * A) + c * 2 * u / (sigma2 * A))
+        if tau != tau_raw:  # outside the box the objective is flat in log sigma
+            g_tau = 0.0
         return float(-ll), -np.concatenate([g_beta, [g_tau]])
 
     def aghq(self, theta: np.ndarray) -> float:
         """Negative adaptive Gauss–Hermite log-likelihood (``n_quad`` nodes per cluster)."""
-        beta, tau = theta[:-1], theta[-1]
+        beta, tau = theta[:-1], min(max(theta[-1], _LOG_SIGMA_BOUNDS[0]), _LOG_SIGMA_BOUNDS[1])
         sigma2 = math.exp(2 * tau)
         eta0 = self.Z @ beta
         u, _, A = self.modes(eta0, sigma2)
@@ -433,9 +437,11 @@ def _fit_random(R: np.ndarray, X: np.ndarray, names: list[str], codes: np.ndarra
     obj = _RandomIntercept(R, Z, codes, M)
     x0 = np.concatenate([start, [math.log(0.5)]])
     bounds = [(None, None)] * (k + 1) + [_LOG_SIGMA_BOUNDS]
-    res = optimize.minimize(obj.laplace, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                            options={"maxiter": 1000, "ftol": 1e-15, "gtol": 1e-9})
-    theta = res.x
+    # BFGS with the exact gradient (scipy's L-BFGS-B has a large per-iteration overhead here);
+    # log sigma is clipped inside the objective, and a boundary value is reported as singular.
+    res = optimize.minimize(obj.laplace, x0, jac=True, method="BFGS", options={"maxiter": 1000, "gtol": 1e-8})
+    theta = res.x.copy()
+    theta[-1] = min(max(theta[-1], _LOG_SIGMA_BOUNDS[0]), _LOG_SIGMA_BOUNDS[1])
     n_iter = int(res.nit)
     conv = bool(res.success) or np.max(np.abs(res.jac)) < 1e-4
     msg = str(res.message)
@@ -445,6 +451,7 @@ def _fit_random(R: np.ndarray, X: np.ndarray, names: list[str], codes: np.ndarra
         obj_q.u = obj.u.copy()
         res_q = optimize.minimize(obj_q.aghq, theta, method="L-BFGS-B", bounds=bounds,
                                   options={"maxiter": 500, "ftol": 1e-14, "gtol": 1e-7, "eps": 1e-7})
+        res_q.x = np.asarray(res_q.x)
         theta, n_iter = res_q.x, n_iter + int(res_q.nit)
         conv = bool(res_q.success)
         msg = f"Laplace start, then AGHQ({n_quad}): {res_q.message}"
@@ -1243,6 +1250,54 @@ def missing_breakdown(long_df: pd.DataFrame, *, cluster: str = "cluster") -> tup
         by_cluster[r] = tab[r]
     by_cluster = by_cluster.reset_index().rename(columns={cluster: "cluster"})
     return by_reason, by_cluster
+
+
+def missing_features(long_df: pd.DataFrame, *, model: str, texts: pd.Series | None = None) -> pd.DataFrame:
+    """Item features for a propensity model: accuracy among the *other* models, question length.
+
+    Paper: papers/000 (item difficulty and length as propensity features).
+
+    Parameters
+    ----------
+    long_df : DataFrame
+        Long table with several models on the same items.
+    model : str
+        The model whose missingness is being modelled; its own answers are left out of the
+        difficulty feature (otherwise it would leak the outcome into the propensity).
+    texts : Series, optional
+        Question text indexed by item id; adds ``log_length = log(1 + characters)``.
+
+    Returns
+    -------
+    DataFrame
+        Indexed by item: ``acc_others`` (mean correctness of the other models' gradable answers;
+        items no other model answered get the overall mean, with a warning) and, with ``texts``,
+        ``log_length``.
+
+    Raises
+    ------
+    ValueError
+        Unknown model, or a table with a single model.
+    """
+    df = long_df
+    if model not in set(df["model"]):
+        raise ValueError(f"model {model!r} is not in the table")
+    others = df[(df["model"] != model)]
+    if others.empty:
+        raise ValueError("the table has a single model: 'accuracy among the other models' needs at least two")
+    acc = others.groupby(df.columns[df.columns.get_loc("item")])["correct"].mean()
+    items = pd.Index(df.loc[df["model"] == model, "item"].unique(), name="item")
+    acc = acc.reindex(items)
+    if acc.isna().any():
+        warn(f"{int(acc.isna().sum())} items were answered by no other model; their acc_others is the overall mean")
+        acc = acc.fillna(float(others["correct"].mean()))
+    out = pd.DataFrame({"acc_others": acc})
+    if texts is not None:
+        lens = texts.astype(str).str.len().reindex(items)
+        if lens.isna().any():
+            raise ValueError(f"{int(lens.isna().sum())} items have no text")
+        out["log_length"] = np.log1p(lens.to_numpy(dtype=float))
+    return out
 
 
 def _row(model: str, name: str, est: Estimate, **extra: Any) -> dict[str, Any]:

@@ -9,7 +9,8 @@ single replication can be re-run on its own and results do not depend on the ord
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd

@@ -8,7 +8,7 @@ in every notebook.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
@@ -83,7 +83,7 @@ def plot_intervals(table: pd.DataFrame, *, label: str, methods: Sequence[str] | 
     ax = _axes(ax, (7.0, max(2.5, 0.28 * len(rows) + 1)))
     cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     offsets = np.linspace(-0.25, 0.25, len(methods)) if len(methods) > 1 else [0.0]
-    for k, (meth, off) in enumerate(zip(methods, offsets)):
+    for k, (meth, off) in enumerate(zip(methods, offsets, strict=True)):
         sub = table[table["method"] == meth].set_index(label).reindex(rows)
         pos = np.arange(len(rows)) + off
         color = (colors or {}).get(meth) or PALETTE.get(meth) or cycle[k % len(cycle)]
@@ -136,8 +136,9 @@ def plot_mc_errors(runs: pd.DataFrame, *, ax: Axes | None = None, scale: float =
     """Box plot of estimation errors ``estimate - truth`` per estimator (from :func:`evalkit.mc_run`)."""
     ax = _axes(ax)
     names = list(pd.unique(runs["estimator"]))
-    data = [((g["estimate"] - g["truth"]) * scale).dropna().to_numpy() for _, g in runs.groupby("estimator", sort=False)]
-    ax.boxplot(data, vert=False, showfliers=False)
+    groups = runs.groupby("estimator", sort=False)
+    data = [((g["estimate"] - g["truth"]) * scale).dropna().to_numpy() for _, g in groups]
+    ax.boxplot(data, orientation="horizontal", showfliers=False)
     ax.set_yticks(np.arange(1, len(names) + 1), names)
     ax.axvline(0, color=PALETTE["truth"], lw=1, ls="--")
     ax.set_xlabel("error (points)" if scale == 100 else "error")

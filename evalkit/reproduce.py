@@ -356,7 +356,7 @@ def _markdown(by_notebook: dict[str, list[dict[str, Any]]], totals: dict[str, in
         "each notebook saves with `evalkit.ReproTable`.",
         "",
         f"**Totals: {totals[REPRODUCED]} reproduced, {totals[NOT_REPRODUCED]} not reproduced** "
-        f"({totals['rows']} rows from {len(by_notebook)} notebooks).",
+        f"({totals['rows']} rows from {len(by_notebook)} notebook{'' if len(by_notebook) == 1 else 's'}).",
     ]
     for notebook, rows in by_notebook.items():
         lines += ["", f"## {notebook}", ""]

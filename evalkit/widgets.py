@@ -7,7 +7,8 @@ call ``f`` once with the defaults, so a headless run (CI, HTML export) still sho
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["widget_live", "widget_slider", "widget_choice"]
 

@@ -26,6 +26,10 @@ from evalkit.irt import (
 )
 
 
+SE_APPROXIMATION = 0.1
+"""Allowed understatement of the fixed-other-block SEs on a 150 x 300 matrix (see the SE test)."""
+
+
 def _corr(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.corrcoef(x, y)[0, 1])
 
@@ -109,9 +113,11 @@ def test_standard_errors_match_parametric_bootstrap():
 
     Parametric bootstrap from the truth; for each parameter the bootstrap SD over R refits has
     relative Monte Carlo error about 1/sqrt(2(R-1)); the average ratio SD/SE over K parameters
-    is compared with 1 within 4 Monte Carlo standard errors of that average.
+    is compared with 1 within 4 Monte Carlo standard errors of that average, plus
+    SE_APPROXIMATION: holding the other block fixed ignores its uncertainty, so at this size the
+    SEs may understate the spread by a few per cent (measured: 2-5%); they must never overstate it.
     """
-    n, m, R = 150, 300, 40
+    n, m, R = 150, 300, 30
     rng = np.random.default_rng(11)
     Y0, truth = simulate_2pl(n, m, rng=rng)
     p_true = 1 / (1 + np.exp(-(np.outer(truth["theta"], truth["a"]) + truth["b"])))
@@ -121,7 +127,7 @@ def test_standard_errors_match_parametric_bootstrap():
         Y = (rng.random((n, m)) < p_true).astype(float)  # fresh outcomes, fixed parameters
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", EvalkitWarning)
-            f = irt_fit(Y, tol=1e-9)
+            f = irt_fit(Y, tol=1e-8)
         if f.excluded_items or f.excluded_models:
             continue
         se = irt_se(f, Y)
@@ -131,18 +137,18 @@ def test_standard_errors_match_parametric_bootstrap():
     R_ok = len(est["theta"])
     assert R_ok >= R - 3
     rel_mc = 1 / np.sqrt(2 * (R_ok - 1))
-    for k, slack in (("theta", 0.0), ("b", 0.0), ("a", 0.0)):
+    for k in ("theta", "a", "b"):
         sd = np.std(np.asarray(est[k]), axis=0, ddof=1)
         se = np.mean(np.asarray(ses[k]), axis=0)
         ratio = sd / se
         mcse = np.sqrt(rel_mc**2 / ratio.size + ratio.var(ddof=1) / ratio.size)
-        print(k, ratio.mean(), mcse)
-        assert abs(ratio.mean() - 1) < 4 * mcse + 0.1 + slack, (k, ratio.mean(), mcse)
+        assert ratio.mean() > 1 - 4 * mcse, (k, ratio.mean(), mcse)
+        assert ratio.mean() < 1 + 4 * mcse + SE_APPROXIMATION, (k, ratio.mean(), mcse)
 
 
 def test_degenerate_rows_and_columns_are_excluded():
     """Intent: no-variation items and models are reported, excluded and get NaN parameters."""
-    Y, _ = simulate_2pl(40, 60, rng=3)
+    Y, _ = simulate_2pl(200, 60, rng=3, a_spread=0.2)
     Y[:, 0] = 1.0  # everyone right
     Y[:, 1] = 0.0  # everyone wrong
     Y[:, 2] = np.nan  # nobody answered
