@@ -42,11 +42,25 @@ from .datasets import (
     oll_factors_load,
     oll_matrix_draw,
 )
+from .irt import (
+    IRTFit,
+    IRTRankComparison,
+    IRTStandardErrors,
+    irt_fit,
+    irt_fit_lbfgs,
+    irt_flag_uninformative,
+    irt_group_easiness,
+    irt_information,
+    irt_objective,
+    irt_rank_compare,
+    irt_se,
+)
 from .montecarlo import mc_coverage_clustered, mc_run, mc_summarise, mc_tolerance
 from .plots import PALETTE, plot_coverage, plot_intervals, plot_mc_errors, plot_style
 from .reproduce import ReproTable, repro_report_write
 from .simulate import (
     MECHANISMS,
+    simulate_2pl,
     simulate_calibrate,
     simulate_cluster_sizes,
     simulate_clustered,
@@ -100,11 +114,24 @@ __all__ = [
     "simulate_cluster_sizes",
     "simulate_clustered",
     "simulate_missing",
+    "simulate_2pl",
     # Monte Carlo
     "mc_run",
     "mc_summarise",
     "mc_tolerance",
     "mc_coverage_clustered",
+    # item response theory
+    "IRTFit",
+    "IRTStandardErrors",
+    "IRTRankComparison",
+    "irt_fit",
+    "irt_fit_lbfgs",
+    "irt_objective",
+    "irt_se",
+    "irt_information",
+    "irt_flag_uninformative",
+    "irt_rank_compare",
+    "irt_group_easiness",
     # reproduction report
     "ReproTable",
     "repro_report_write",

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -47,12 +48,12 @@ from .clustered import (
     mean_estimate,
     n_effective,
 )
-from .data import MISSING_REASONS, long_validate
-from .types import as_rng
+from .data import long_validate
 
 __all__ = [
     "PropensityFit",
     "Weights",
+    "MissingDetails",
     "propensity_fit",
     "weights_compute",
     "ipw_estimate",
@@ -641,6 +642,26 @@ class Weights:
                 "mass_cut": self.mass_cut, "n_capped": self.n_capped, "n": int(self.w.size)}
 
 
+@dataclass(frozen=True, eq=False)
+class MissingDetails:
+    """What :func:`missing_report` stores in ``report.attrs["missing"]`` besides the table.
+
+    Attributes
+    ----------
+    by_reason, by_cluster : DataFrame
+        :func:`missing_breakdown` of the reported models.
+    propensity : dict
+        Model -> random-intercept :class:`PropensityFit`.
+    weights : dict
+        Model -> weight diagnostics (:meth:`Weights.summary`).
+    """
+
+    by_reason: pd.DataFrame
+    by_cluster: pd.DataFrame
+    propensity: dict
+    weights: dict
+
+
 def _kish(w: np.ndarray) -> float:
     return float(w.sum() ** 2 / np.sum(w**2))
 
@@ -1035,7 +1056,7 @@ def _imputed_values(y: np.ndarray, m: np.ndarray, delta: float) -> np.ndarray:
 
 def sensitivity_delta(correct: npt.ArrayLike, clusters: npt.ArrayLike | None = None, *,
                       correct_b: npt.ArrayLike | None = None, features: npt.ArrayLike | None = None,
-                      deltas: npt.ArrayLike = np.linspace(-3, 3, 25), apply_to: Literal["a", "b", "both"] = "a",
+                      deltas: npt.ArrayLike | None = None, apply_to: Literal["a", "b", "both"] = "a",
                       kind: PropensityKind = "random", se: Literal["iid", "CR1", "CR2"] = "CR1",
                       alpha: float = 0.05) -> pd.DataFrame:
     """Delta-adjusted MNAR sensitivity analysis for one model's accuracy or a two-model difference.
@@ -1063,8 +1084,8 @@ def sensitivity_delta(correct: npt.ArrayLike, clusters: npt.ArrayLike | None = N
         Model B's outcomes on the same items.
     features : (n, k), optional
         Outcome-model features.
-    deltas : array
-        Log-odds shifts to evaluate.
+    deltas : array, optional
+        Log-odds shifts to evaluate (default: 25 values from -3 to 3).
     apply_to : {"a", "b", "both"}
     kind : {"logistic", "fixed", "random"}
         Outcome model.
@@ -1089,7 +1110,8 @@ def sensitivity_delta(correct: npt.ArrayLike, clusters: npt.ArrayLike | None = N
     if apply_to not in ("a", "b", "both"):
         raise ValueError("apply_to must be 'a', 'b' or 'both'")
     rows = []
-    for d in np.asarray(deltas, dtype=float):
+    grid = np.linspace(-3.0, 3.0, 25) if deltas is None else np.asarray(deltas, dtype=float)
+    for d in grid:
         da = d if apply_to in ("a", "both") else 0.0
         va = _imputed_values(ya, ma, da)
         if yb is None:
@@ -1282,15 +1304,22 @@ def missing_features(long_df: pd.DataFrame, *, model: str, texts: pd.Series | No
     df = long_df
     if model not in set(df["model"]):
         raise ValueError(f"model {model!r} is not in the table")
-    others = df[(df["model"] != model)]
-    if others.empty:
+    if df["model"].nunique() < 2:
         raise ValueError("the table has a single model: 'accuracy among the other models' needs at least two")
-    acc = others.groupby(df.columns[df.columns.get_loc("item")])["correct"].mean()
-    items = pd.Index(df.loc[df["model"] == model, "item"].unique(), name="item")
-    acc = acc.reindex(items)
+    y = df["correct"].to_numpy(dtype=float)
+    ok = ~np.isnan(y)
+    tot = pd.DataFrame({"item": df["item"].to_numpy(), "s": np.where(ok, y, 0.0), "c": ok.astype(float)})
+    mine = (df["model"] == model).to_numpy()
+    all_ = tot.groupby("item", sort=False)[["s", "c"]].sum()
+    own = tot[mine].groupby("item", sort=False)[["s", "c"]].sum()
+    items = pd.Index(df.loc[mine, "item"].unique(), name="item")
+    s = all_["s"].reindex(items) - own["s"].reindex(items)
+    c = all_["c"].reindex(items) - own["c"].reindex(items)
+    acc = (s / c.where(c > 0)).rename("acc_others")
     if acc.isna().any():
+        overall = float(np.nansum(np.where(~mine & ok, y, 0.0)) / max(1, np.sum(~mine & ok)))
         warn(f"{int(acc.isna().sum())} items were answered by no other model; their acc_others is the overall mean")
-        acc = acc.fillna(float(others["correct"].mean()))
+        acc = acc.fillna(overall)
     out = pd.DataFrame({"acc_others": acc})
     if texts is not None:
         lens = texts.astype(str).str.len().reindex(items)
@@ -1355,9 +1384,9 @@ def missing_report(long_df: pd.DataFrame, *, features: Sequence[str] | None = No
     Returns
     -------
     DataFrame
-        One row per (model, estimator); ``attrs["by_reason"]`` and ``attrs["by_cluster"]`` hold
-        :func:`missing_breakdown`, ``attrs["propensity"]`` the fitted :class:`PropensityFit` per model
-        and ``attrs["weights"]`` the weight diagnostics.
+        One row per (model, estimator). ``attrs["missing"]`` is a :class:`MissingDetails` with
+        the breakdown by reason and by cluster (:func:`missing_breakdown`), the fitted
+        random-intercept :class:`PropensityFit` per model and the weight diagnostics.
 
     Raises
     ------
@@ -1487,10 +1516,8 @@ def missing_report(long_df: pd.DataFrame, *, features: Sequence[str] | None = No
                 est = ipw_compare(ya, yb, cl, p_a=pa, p_b=pb, truncate=truncate, se=s, alpha=alpha)  # type: ignore[arg-type]
                 rows.append(_row(lab, f"{_KIND_LABEL[kind_]}, {s}", est))
     out = pd.DataFrame(rows)
-    out.attrs["by_reason"] = by_reason
-    out.attrs["by_cluster"] = by_cluster
-    out.attrs["propensity"] = fits
-    out.attrs["weights"] = wdiag
+    # one object (compared by identity), so that pd.concat of several reports works
+    out.attrs["missing"] = MissingDetails(by_reason, by_cluster, fits, wdiag)
     return out
 
 
@@ -1505,7 +1532,7 @@ def _p_or_ones(y: np.ndarray, X: np.ndarray | None, cl: np.ndarray, kind: Propen
 # the simulation study of METHODS.md section 1
 # --------------------------------------------------------------------------------------------
 
-def _study_estimators(data: pd.DataFrame, n_boot: int, seed: int) -> dict[str, Estimate]:
+def _study_estimators(data: pd.DataFrame, n_boot: int, seed: int, truncate: Truncation = None) -> dict[str, Estimate]:
     y = data["correct"].to_numpy(dtype=float)
     cl = data["cluster"].to_numpy()
     x = data["x"].to_numpy(dtype=float)[:, None]
@@ -1518,12 +1545,12 @@ def _study_estimators(data: pd.DataFrame, n_boot: int, seed: int) -> dict[str, E
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit_l = propensity_fit(obs.astype(float), x, cl, kind="logistic")
-        out["IPW logistic iid"] = ipw_estimate(y, cl, p=fit_l.p, se="iid")
+        out["IPW logistic iid"] = ipw_estimate(y, cl, p=fit_l.p, se="iid", truncate=truncate)
         fit_r = propensity_fit(obs.astype(float), x, cl, kind="random")
-        out["IPW RI CR1"] = ipw_estimate(y, cl, p=fit_r.p, se="CR1")
-        out["IPW RI CR2"] = ipw_estimate(y, cl, p=fit_r.p, se="CR2")
+        out["IPW RI CR1"] = ipw_estimate(y, cl, p=fit_r.p, se="CR1", truncate=truncate)
+        out["IPW RI CR2"] = ipw_estimate(y, cl, p=fit_r.p, se="CR2", truncate=truncate)
         if n_boot:
-            out["IPW RI bootstrap"] = ipw_bootstrap(y, cl, features=x, n_boot=n_boot, seed=seed)
+            out["IPW RI bootstrap"] = ipw_bootstrap(y, cl, features=x, n_boot=n_boot, seed=seed, truncate=truncate)
     return out
 
 
@@ -1534,7 +1561,7 @@ def _study_one(args: tuple) -> pd.DataFrame:
     from .montecarlo import mc_run
     from .simulate import simulate_clustered, simulate_missing
 
-    scen, n_reps, seed, n_boot = args
+    scen, n_reps, seed, n_boot, truncate = args
 
     def sim(rng: np.random.Generator) -> pd.DataFrame:
         d = simulate_clustered(n_clusters=scen["n_clusters"], cluster_size=scen["cluster_size"],
@@ -1549,7 +1576,7 @@ def _study_one(args: tuple) -> pd.DataFrame:
         def f(data: pd.DataFrame) -> Estimate:
             if cache["data"] is not data:
                 cache["data"] = data
-                cache["est"] = _study_estimators(data, n_boot, seed)
+                cache["est"] = _study_estimators(data, n_boot, seed, truncate)
             if name not in cache["est"]:
                 raise ValueError(f"{name} not available (no missing outcomes)")
             return cache["est"][name]
@@ -1567,7 +1594,7 @@ def missing_study(*, n_reps: int = 1000, seed: int = 2025, mechanisms: Sequence[
                   "mnar_cluster", "mnar_item"), iccs: Sequence[float] = (0.02, 0.2),
                   n_clusters: Sequence[int] = (20, 100), n_items: int = 1000, mean: float = 0.5,
                   response_rate: float = 0.8, strength: float = 1.5, beta_x: float = 1.0, n_boot: int = 0,
-                  n_jobs: int = 1) -> pd.DataFrame:
+                  truncate: Truncation = None, n_jobs: int = 1) -> pd.DataFrame:
     """Run the simulation study of papers/000 (METHODS.md section 1) and return the raw replications.
 
     Scenarios are the grid mechanisms x ICC x number of clusters (``n_items`` items split evenly
@@ -1593,6 +1620,8 @@ def missing_study(*, n_reps: int = 1000, seed: int = 2025, mechanisms: Sequence[
         Fixed design values.
     n_boot : int
         Bootstrap resamples per replication for the bootstrap estimator (0 = skip).
+    truncate : see :func:`weights_compute`
+        Weight truncation of the IPW estimators.
     n_jobs : int
         Worker processes (scenarios are distributed over them).
 
@@ -1607,7 +1636,7 @@ def missing_study(*, n_reps: int = 1000, seed: int = 2025, mechanisms: Sequence[
             raise ValueError(f"n_items={n_items} must be a multiple of every n_clusters (got {M})")
         scens.append(({"mechanism": mech, "icc": float(icc), "n_clusters": int(M), "cluster_size": n_items // M,
                        "mean": mean, "response_rate": response_rate, "strength": strength, "beta_x": beta_x},
-                      n_reps, seed + 1000 * k, n_boot))
+                      n_reps, seed + 1000 * k, n_boot, truncate))
     if n_jobs > 1:
         from concurrent.futures import ProcessPoolExecutor
 

@@ -1,4 +1,4 @@
-"""Simulators with known truth: clustered outcomes and missing-response mechanisms.
+"""Simulators with known truth: clustered outcomes, missing-response mechanisms, 2PL matrices.
 
 Every simulator returns the evalkit long table (``model, item, cluster, correct, status`` plus the
 latent quantities that make up the truth), so simulated and real data travel the same path.
@@ -9,18 +9,23 @@ Outcome model (one model, clustered items)::
 
 ``mu`` and ``sigma_u`` are calibrated (:func:`simulate_calibrate`) so that the expected accuracy
 and the intra-class correlation *on the observed 0/1 scale* are the ones requested.
+
+:func:`simulate_2pl` draws a whole models-by-items matrix from the two-parameter item response
+model of papers/002, with missing entries (MCAR, MAR or MNAR); it returns the matrix directly
+because at leaderboard scale a long table would be wasteful.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 from scipy import optimize, special
 
 from .data import MISSING_REASONS
+from .irt import _check_sigma, _row_step, _sigmoid
 from .types import as_rng
 
 __all__ = [
@@ -31,6 +36,7 @@ __all__ = [
     "simulate_cluster_sizes",
     "simulate_clustered",
     "simulate_missing",
+    "simulate_2pl",
 ]
 
 Mechanism = Literal["mcar", "mar", "mnar_cluster", "mnar_item"]
@@ -245,3 +251,109 @@ def simulate_missing(df: pd.DataFrame, *, mechanism: Mechanism, response_rate: f
     out.loc[~r, "status"] = reason
     out.attrs.update(df.attrs, mechanism=mechanism, response_rate=response_rate, strength=strength)
     return out
+
+
+def simulate_2pl(
+    n_models: int,
+    n_items: int,
+    *,
+    rng: np.random.Generator | int,
+    sigma: float = 1.0,
+    missing: float = 0.0,
+    mechanism: Literal["mcar", "mar", "mnar"] = "mcar",
+    a_spread: float = 0.5,
+    a_mean: float = 0.0,
+    b_sd: float = 1.0,
+    dtype: type = np.float64,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Draw a 2PL response matrix with known parameters and missing entries (papers/002).
+
+    ``theta ~ N(0, 1)`` standardised exactly to mean 0 and variance 1 (the fit's scale), ``a =
+    exp(N(a_mean, a_spread^2))``, ``b ~ N(0, b_sd^2)``, ``Y_ij ~ Bernoulli(sigmoid((theta_i a_j +
+    b_j) / sigma))``; then a fraction ``missing`` of entries is set to ``NaN`` by
+
+    * ``"mcar"``: completely at random;
+    * ``"mar"``: with log-odds ``c - x_ij / sigma`` (weak models on hard items go missing more
+      often), depending on the parameters but not on the drawn outcome, so the likelihood of the
+      observed entries is still right;
+    * ``"mnar"``: only wrong answers go missing (like unparsable failed answers), at the rate that
+      gives the requested overall fraction (capped at all wrong answers): the observed entries
+      then overstate every model and item.
+
+    Parameters
+    ----------
+    n_models, n_items : int
+    rng : Generator or int
+    sigma : float
+        Temperature.
+    missing : float
+        Expected fraction of entries set to NaN, in ``[0, 1)``.
+    mechanism : {"mcar", "mar", "mnar"}
+    a_spread, a_mean : float
+        Log-normal spread and location of the discriminations (``a_spread = 0``: all equal).
+    b_sd : float
+        Standard deviation of the easiness.
+    dtype : numpy float type
+        dtype of the returned matrix (float32 halves memory at leaderboard scale).
+
+    Returns
+    -------
+    Y : (n_models, n_items) array
+        0/1 with NaN for missing entries.
+    truth : dict
+        ``theta``, ``a``, ``b``, ``sigma``, ``mechanism``, ``missing`` (realised fraction).
+
+    Raises
+    ------
+    ValueError
+        Sizes below (2, 1), ``missing`` outside ``[0, 1)``, unknown mechanism, ``sigma <= 0``.
+    """
+    rng = as_rng(rng)
+    sigma = _check_sigma(sigma)
+    if int(n_models) < 2 or int(n_items) < 1:
+        raise ValueError(f"need n_models >= 2 and n_items >= 1, got {n_models}, {n_items}")
+    if not 0.0 <= missing < 1.0:
+        raise ValueError(f"missing must be a fraction in [0, 1), got {missing}")
+    if mechanism not in ("mcar", "mar", "mnar"):
+        raise ValueError(f"mechanism must be 'mcar', 'mar' or 'mnar', got {mechanism!r}")
+    if a_spread < 0 or b_sd < 0:
+        raise ValueError("a_spread and b_sd must be non-negative")
+    n, m = int(n_models), int(n_items)
+    theta = rng.standard_normal(n)
+    theta = (theta - theta.mean()) / theta.std()
+    a = np.exp(a_mean + a_spread * rng.standard_normal(m))
+    b = b_sd * rng.standard_normal(m)
+    Y = np.empty((n, m), dtype=dtype)
+    step = _row_step(m)
+    c_mar = 0.0
+    if mechanism == "mar" and missing > 0:
+        # solve mean(sigmoid(c - x/sigma)) = missing for c on a sub-sample of rows
+        sub = np.multiply.outer(theta[:: max(1, n // 200)], a) + b
+        c_mar = optimize.brentq(lambda c: float(np.mean(_sigmoid(c - sub / sigma))) - missing, -50, 50)
+    wrong_rate = 0.0
+    n_missing = 0
+    p_wrong_total = 0.0
+    for s in range(0, n, step):
+        x = np.multiply.outer(theta[s : s + step], a) + b
+        p = _sigmoid(x / sigma)
+        p_wrong_total += float((1.0 - p).sum())
+    if mechanism == "mnar" and missing > 0:
+        wrong_rate = min(1.0, missing * n * m / p_wrong_total)
+    for s in range(0, n, step):
+        x = np.multiply.outer(theta[s : s + step], a) + b
+        p = _sigmoid(x / sigma)
+        y = (rng.random(p.shape) < p).astype(dtype)
+        if missing > 0:
+            u = rng.random(p.shape)
+            if mechanism == "mcar":
+                drop = u < missing
+            elif mechanism == "mar":
+                drop = u < _sigmoid(c_mar - x / sigma)
+            else:
+                drop = (y == 0) & (u < wrong_rate)
+            y[drop] = np.nan
+            n_missing += int(drop.sum())
+        Y[s : s + step] = y
+    truth = {"theta": theta, "a": a, "b": b, "sigma": sigma, "mechanism": mechanism,
+             "missing": n_missing / (n * m)}
+    return Y, truth

@@ -22,9 +22,8 @@ from evalkit.irt import (
     irt_objective,
     irt_rank_compare,
     irt_se,
-    simulate_2pl,
 )
-
+from evalkit.simulate import simulate_2pl
 
 SE_APPROXIMATION = 0.1
 """Allowed understatement of the fixed-other-block SEs on a 150 x 300 matrix (see the SE test)."""

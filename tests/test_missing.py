@@ -26,6 +26,7 @@ from evalkit.missing import (
     missing_bounds,
     missing_breakdown,
     missing_complete_case,
+    missing_features,
     missing_report,
     missing_study,
     propensity_fit,
@@ -351,7 +352,10 @@ def test_missing_report_one_model_and_comparison() -> None:
     lo = r.loc[r["estimator"] == "missing as wrong, CR1", "estimate"].iloc[0]
     hi = r.loc[r["estimator"] == "missing as right, CR1", "estimate"].iloc[0]
     assert ((r["estimate"] >= lo - 1e-12) & (r["estimate"] <= hi + 1e-12)).all()
-    assert "by_reason" in r.attrs and "by_cluster" in r.attrs
+    det = r.attrs["missing"]
+    assert set(det.by_reason["status"]) == {"ok", "refusal"} and len(det.by_cluster) == 30
+    assert det.propensity["sim"].kind == "random" and det.weights["sim"]["ess"] > 0
+    pd.concat([r, r])  # reports concatenate (their attrs do not break pandas)
     c = missing_report(both, features=["x"], compare=("sim", "other"))
     assert "sim - other" in set(c["model"])
     byr, byc = missing_breakdown(both)
@@ -368,6 +372,18 @@ def test_missing_report_with_bootstrap_and_other_cluster_column() -> None:
     assert "IPW random intercept, cluster bootstrap" in set(r["estimator"])
     r2 = missing_report(a, cluster="src")
     assert r2["n_clusters"].max() <= a["src"].nunique()
+
+
+def test_missing_features_leave_one_out() -> None:
+    long = pd.DataFrame({"model": ["a", "a", "b", "b", "c", "c"], "item": ["1", "2"] * 3, "cluster": "k",
+                         "correct": [1, np.nan, 0, 1, 1, np.nan],
+                         "status": ["ok", "refusal", "ok", "ok", "ok", "refusal"]})
+    f = missing_features(long, model="a", texts=pd.Series({"1": "abc", "2": "abcdefg"}))
+    np.testing.assert_allclose(f.loc["1", "acc_others"], 0.5)
+    np.testing.assert_allclose(f.loc["2", "acc_others"], 1.0)
+    np.testing.assert_allclose(f["log_length"], np.log1p([3, 7]))
+    with pytest.raises(ValueError, match="not in the table"):
+        missing_features(long, model="z")
 
 
 # ------------------------------------------------------------------------------ bad input
