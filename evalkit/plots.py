@@ -21,6 +21,9 @@ __all__ = ["PALETTE", "plot_style", "plot_intervals", "plot_coverage", "plot_mc_
 PALETTE: dict[str, str] = {
     "iid": "#d95f02",
     "cluster": "#1b9e77",
+    "CR0": "#66a61e",
+    "CR1": "#1b9e77",
+    "CR2": "#7570b3",
     "cc": "#7570b3",
     "ipw": "#1b9e77",
     "bound": "#999999",
@@ -58,6 +61,7 @@ def _axes(ax: Axes | None, figsize: tuple[float, float] | None = None) -> Axes:
 
 
 def plot_intervals(table: pd.DataFrame, *, label: str, methods: Sequence[str] | None = None,
+                   order: Sequence[str] | None = None,
                    colors: Mapping[str, str] | None = None, truth: float | None = None,
                    ax: Axes | None = None, title: str | None = None, xlabel: str = "accuracy") -> Axes:
     """Forest plot of point estimates and intervals, one row per ``label`` and one offset per method.
@@ -70,6 +74,8 @@ def plot_intervals(table: pd.DataFrame, *, label: str, methods: Sequence[str] | 
         The column naming rows (for example ``"model"``).
     methods : sequence of str, optional
         Methods to draw, in order (default: all, in order of appearance).
+    order : sequence of str, optional
+        Row labels to draw, top to bottom (default: all, in order of appearance).
     colors : mapping, optional
         Method -> colour (default: :data:`PALETTE` where the method is a key, else a cycle).
     truth : float, optional
@@ -79,7 +85,7 @@ def plot_intervals(table: pd.DataFrame, *, label: str, methods: Sequence[str] | 
     if not need <= set(table.columns):
         raise ValueError(f"table needs columns {sorted(need)}")
     methods = list(pd.unique(table["method"])) if methods is None else list(methods)
-    rows = list(pd.unique(table[label]))
+    rows = list(pd.unique(table[label])) if order is None else list(order)
     ax = _axes(ax, (7.0, max(2.5, 0.28 * len(rows) + 1)))
     cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     offsets = np.linspace(-0.25, 0.25, len(methods)) if len(methods) > 1 else [0.0]

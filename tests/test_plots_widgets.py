@@ -60,3 +60,10 @@ def test_plot_style_sets_the_house_rc():
     ek.plot_style()
     assert matplotlib.rcParams["axes.spines.top"] is False
     assert np.isclose(matplotlib.rcParams["figure.figsize"][0], 7.0)
+
+
+def test_plot_intervals_follows_the_requested_order():
+    table = pd.DataFrame({"model": ["a", "b", "c"], "method": ["iid"] * 3, "estimate": [0.1, 0.2, 0.3],
+                          "ci_low": [0.0, 0.1, 0.2], "ci_high": [0.2, 0.3, 0.4]})
+    ax = ek.plot_intervals(table, label="model", order=["c", "a"])
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["c", "a"]
