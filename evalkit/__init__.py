@@ -55,6 +55,25 @@ from .irt import (
     irt_rank_compare,
     irt_se,
 )
+from .missing import (
+    MissingDetails,
+    PropensityFit,
+    Weights,
+    ipw_bootstrap,
+    ipw_compare,
+    ipw_estimate,
+    missing_bounds,
+    missing_breakdown,
+    missing_complete_case,
+    missing_features,
+    missing_report,
+    missing_study,
+    propensity_fit,
+    sensitivity_delta,
+    sensitivity_plot,
+    sensitivity_tipping_point,
+    weights_compute,
+)
 from .montecarlo import mc_coverage_clustered, mc_run, mc_summarise, mc_tolerance
 from .plots import PALETTE, plot_coverage, plot_intervals, plot_mc_errors, plot_style
 from .reproduce import ReproTable, repro_report_write
@@ -120,6 +139,24 @@ __all__ = [
     "mc_summarise",
     "mc_tolerance",
     "mc_coverage_clustered",
+    # missing responses
+    "PropensityFit",
+    "Weights",
+    "MissingDetails",
+    "propensity_fit",
+    "weights_compute",
+    "ipw_estimate",
+    "ipw_compare",
+    "ipw_bootstrap",
+    "missing_complete_case",
+    "missing_bounds",
+    "missing_breakdown",
+    "missing_features",
+    "missing_report",
+    "missing_study",
+    "sensitivity_delta",
+    "sensitivity_tipping_point",
+    "sensitivity_plot",
     # item response theory
     "IRTFit",
     "IRTStandardErrors",

@@ -143,6 +143,12 @@ def mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None = None, *,
     the heteroskedasticity-robust ``n/(n-1)`` sandwich (the usual ``s/sqrt(n)`` when unweighted)
     with ``t_{n-1}``.
 
+    With weights, CR2 is the Bell–McCaffrey adjustment of the ``sqrt(w)``-transformed regression
+    (each ``U_g`` scaled by ``(1 - W_g/W)^{-1/2}``), which treats the weights as sampling weights.
+    R's ``clubSandwich`` treats regression weights as inverse-variance weights and differs from
+    this by well under 1% in typical IPW settings (``tests/test_missing_r.py`` measures it); the
+    two coincide without weights.
+
     Paper: papers/000.
 
     Parameters

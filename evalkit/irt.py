@@ -22,13 +22,17 @@ of ``theta a' + 1 b'`` to ``Y~``. Because ``theta`` is kept at mean 0 and varian
 closed form (clip ``a_j`` at 0). Writing ``R = (p - y)`` on observed entries (0 elsewhere)::
 
     a <- max(0, a - 4 sigma * theta' R / n_models)       b <- b - 4 sigma * 1' R / n_models
-    theta <- theta - 4 sigma * R a / (a' a)               then re-normalise theta
+    theta <- argmin of the same surrogate with the new (a, b)   then re-normalise theta
 
-``R`` is recomputed (the loss re-majorised) before each of the two blocks, so every half-step is
-an exact MM step on the true objective and the objective never increases. ``Y~`` is never formed:
-only ``R`` enters, and ``R`` is computed in row chunks of float32 from an int8 copy of the data
-(``+1`` correct, ``-1`` wrong, ``0`` unobserved), so the extra memory is about a quarter of a
-float32 matrix plus small per-thread buffers.
+The loss is majorised **once per iteration**: one pass over the data computes the objective and
+``R`` (stored as one float32 matrix), and both blocks are minimised against that same surrogate
+(three matrix-vector products with ``R``). Each block lowers the surrogate, which touches the
+objective at ``X~``, so every iteration is an MM step and the objective never increases. The
+data are kept as int8 (``+1`` correct, ``-1`` wrong, ``0`` unobserved); extra memory is about
+1.25 float32 matrices. By default (``accelerate=True``) a Nesterov momentum point is tried after
+each MM step and kept only if its objective is not higher (else the plain MM point is taken and the
+momentum restarts), so the history stays monotone. An optional ``ridge`` penalises the item
+parameters for quasi-separated data.
 
 Degenerate rows and columns
 ---------------------------
@@ -87,6 +91,9 @@ _CHUNK_ELEMENTS = 1 << 18
 """Entries per row chunk (1 MiB of float32): the chunk stays in cache while ~10 passes run over it."""
 
 _LOG2 = math.log(2.0)
+
+_EXP_CAP = 85.0
+"""Cap on ``-t`` before ``exp`` in the loss pass (float32 ``exp`` overflows at 88.7)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -320,7 +327,8 @@ class _Kernel:
     ``R a`` (model gradients), where ``R = p - y`` on observed entries and 0 elsewhere.
     """
 
-    def __init__(self, S: np.ndarray, sigma: float, dtype: type, n_jobs: int | None) -> None:
+    def __init__(self, S: np.ndarray, sigma: float, dtype: type, n_jobs: int | None,
+                 store: bool = False) -> None:
         self.S = S
         self.n, self.m = S.shape
         self.sigma = sigma
@@ -332,6 +340,80 @@ class _Kernel:
         bounds = np.linspace(0, self.n, self.n_jobs + 1).astype(int)
         self.blocks = [(int(bounds[k]), int(bounds[k + 1])) for k in range(self.n_jobs)]
         self.pool = ThreadPoolExecutor(self.n_jobs) if self.n_jobs > 1 else None
+        self.R: np.ndarray | None = np.empty((self.n, self.m), self.dtype) if store else None
+
+    # -- the fitting pass: loss and R = p - y in one sweep over the data ---------------------
+
+    def _loss_block(self, lo: int, hi: int, th: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+        dt = self.dtype
+        m, step = self.m, self.step
+        R = self.R
+        buf = np.empty((step, m), dt) if R is None else None
+        u = np.empty((step, m), dt)
+        total = 0.0
+        for s in range(lo, hi, step):
+            e = min(hi, s + step)
+            k = e - s
+            t = buf[:k] if R is None else R[s:e]
+            uk = u[:k]
+            Sk = self.S[s:e]
+            # signed margin t = s_ij * x_ij / sigma (0 on unobserved entries)
+            np.multiply.outer(th[s:e], a, out=t)
+            t += b
+            np.multiply(t, Sk, out=t)
+            # P = sigmoid(t), the probability of the observed outcome; -t is capped at _EXP_CAP so
+            # exp cannot overflow (an entry that far off would have probability < 1e-37)
+            np.negative(t, out=uk)
+            np.minimum(uk, _EXP_CAP, out=uk)
+            np.exp(uk, out=uk)
+            uk += 1.0
+            np.reciprocal(uk, out=uk)
+            np.log(uk, out=t)
+            total -= float(t.sum(dtype=dt))
+            if R is not None:
+                # R = p - y = s * (P - 1), exactly 0 on unobserved entries
+                uk -= 1.0
+                np.multiply(uk, Sk, out=t)
+        return total
+
+    def evaluate(self, theta: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+        """Summed loss over observed entries at ``X = theta a' + 1 b'``; stores ``R`` if asked to."""
+        dt = self.dtype
+        args = (theta.astype(dt), (a / self.sigma).astype(dt), (b / self.sigma).astype(dt))
+        if self.pool is None:
+            parts = [self._loss_block(0, self.n, *args)]
+        else:
+            futs = [self.pool.submit(self._loss_block, lo, hi, *args) for lo, hi in self.blocks]
+            parts = [f.result() for f in futs]
+        return sum(parts) - self.n_missing * _LOG2
+
+    def Rt(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(theta' R, 1' R)`` over the stored ``R``, in float64.
+
+        Row chunk by row chunk (each chunk is read from memory once for both products): one
+        BLAS call on the whole matrix would let OpenBLAS start its own threads, which stall badly
+        when the cores are shared with other work (measured: 100x slower on a loaded machine).
+        """
+        R, dt = self.R, self.dtype
+        th = theta.astype(dt)
+        one = np.ones(self.step, dt)
+        g0 = np.zeros(self.m, np.float64)
+        g1 = np.zeros(self.m, np.float64)
+        for s in range(0, self.n, self.step):
+            e = min(self.n, s + self.step)
+            g0 += th[s:e] @ R[s:e]
+            g1 += one[: e - s] @ R[s:e]
+        return g0, g1
+
+    def Rv(self, v: np.ndarray) -> np.ndarray:
+        """``R v`` over the stored ``R``, in float64 (row chunks, as :meth:`Rt`)."""
+        R, dt = self.R, self.dtype
+        vv = v.astype(dt)
+        out = np.empty(self.n, dt)
+        for s in range(0, self.n, self.step):
+            e = min(self.n, s + self.step)
+            np.dot(R[s:e], vv, out=out[s:e])
+        return out.astype(np.float64)
 
     def close(self) -> None:
         if self.pool is not None:
@@ -501,12 +583,88 @@ def _check_tol(tol: float, max_iter: int) -> None:
         raise ValueError(f"max_iter must be at least 1, got {max_iter}")
 
 
+def _check_ridge(ridge: float) -> float:
+    r = float(ridge)
+    if not math.isfinite(r) or r < 0:
+        raise ValueError(f"ridge must be a non-negative finite number (0 = plain maximum likelihood), got {ridge!r}")
+    return r
+
+
+def _penalty(a: np.ndarray, b: np.ndarray, ridge: float, sigma: float) -> float:
+    """``ridge / 2 * (||a||^2 + ||b||^2) / sigma^2`` (the logit-scale item parameters)."""
+    return 0.0 if ridge == 0 else 0.5 * ridge * (float(a @ a) + float(b @ b)) / sigma**2
+
+
+def _sphere(theta: np.ndarray) -> np.ndarray | None:
+    """Project onto mean 0, variance 1 (``None`` when ``theta`` is constant)."""
+    c = theta - theta.mean()
+    nrm = float(np.sqrt(c @ c))
+    return None if not nrm > 0 else c * (math.sqrt(c.size) / nrm)
+
+
+class _MM:
+    """One cBMM step from the point at which ``kern`` last stored ``R`` (papers/002).
+
+    The loss is majorised once at ``X~ = theta~ a~' + 1 b~'`` by the quadratic with curvature
+    ``1 / (4 sigma^2)``; with the fill-in ``Y~ = X~ - 4 sigma R`` (``R = 0`` on unobserved
+    entries) the surrogate is ``||theta a' + 1 b' - Y~||^2 / (8 sigma^2)`` over *all* entries plus
+    the ridge penalty. The two blocks are then minimised in turn against this same surrogate:
+
+    * ``(a, b)`` with ``theta`` at mean 0 and variance 1: per item a 2-variable least squares whose
+      non-negative solution is the clip ``a_j = max(0, theta' Y~_j / (n + 4 ridge))`` and
+      ``b_j = 1' Y~_j / (n + 4 ridge)``;
+    * ``theta`` with the new ``(a, b)``: ``v_i = a' (Y~_i - b)``; without a ridge ``theta = v / a'a``
+      followed by the normalisation (which leaves ``X`` and the surrogate unchanged); with a
+      ridge the normalisation would change the penalty, so ``theta`` is minimised on the set
+      {mean 0, variance 1} directly: ``theta = sqrt(n) centre(v) / ||centre(v)||``.
+
+    Each block lowers the surrogate, which touches the objective at ``X~``, so the objective
+    cannot increase. Only three matrix-vector products with the stored ``R`` are needed.
+    """
+
+    def __init__(self, kern: _Kernel, sigma: float, ridge: float) -> None:
+        self.kern = kern
+        self.sigma = sigma
+        self.ridge = ridge
+
+    def step(self, theta: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
+        n = theta.size
+        c = 4.0 * self.sigma
+        lam4 = 4.0 * self.ridge
+        # theta' Y~_j = n a_j - c (theta' R)_j and 1' Y~_j = n b_j - c (1' R)_j (theta normalised)
+        g_th, g_one = self.kern.Rt(theta)
+        a_new = np.maximum((n * a - c * g_th) / (n + lam4), 0.0)
+        b_new = (n * b - c * g_one) / (n + lam4)
+        aa = float(a_new @ a_new)
+        if not aa > 0:  # every item lost its slope: theta is not identified, leave it
+            return theta, a_new, b_new
+        v = theta * float(a_new @ a) + float(a_new @ (b - b_new)) - c * self.kern.Rv(a_new)
+        if self.ridge == 0:
+            return _normalise(v / aa, a_new, b_new)
+        th = _sphere(v)
+        return (theta if th is None else th), a_new, b_new
+
+
+def _extrapolate(x_new: tuple[np.ndarray, ...], x_old: tuple[np.ndarray, ...], beta: float,
+                 ridge: float) -> tuple[np.ndarray, ...]:
+    """Momentum point ``x_new + beta (x_new - x_old)``, projected back onto the constraints."""
+    th, a, b = (u + beta * (u - v) for u, v in zip(x_new, x_old, strict=True))
+    a = np.maximum(a, 0.0)
+    if ridge == 0:
+        sd = float(th.std())
+        return _normalise(th, a, b) if sd > 0 else x_new
+    th = _sphere(th)
+    return x_new if th is None else (th, a, b)
+
+
 def irt_fit(
     Y: Matrix,
     *,
     sigma: float = 1.0,
     tol: float = DEFAULT_TOL,
     max_iter: int = 5000,
+    ridge: float = 0.0,
+    accelerate: bool = True,
     dtype: type = np.float32,
     n_jobs: int | None = None,
 ) -> IRTFit:
@@ -520,12 +678,28 @@ def irt_fit(
         Temperature: ``P(Y_ij = 1) = sigmoid((theta_i a_j + b_j) / sigma)``. It only sets the
         scale of ``a`` and ``b``.
     tol : float
-        Stop when one sweep lowers the objective by less than ``tol`` relative to its value.
-        The default 1e-7 sits an order of magnitude above the float32 rounding of the objective.
+        Stop when one iteration lowers the objective by less than ``tol`` relative to its value
+        (with ``accelerate=True``: in two consecutive iterations, so that one short momentum
+        step does not stop the fit early). The default 1e-7 sits above the float32 rounding of
+        the objective.
     max_iter : int
-        Maximum number of sweeps (one sweep updates ``a, b`` and then ``theta``).
+        Maximum number of iterations (one iteration = one majorisation and both block updates).
+    ridge : float
+        Penalty ``ridge / 2 * (||a||^2 + ||b||^2) / sigma^2`` added to the summed cross-entropy
+        (so the reported objective is ``(sum of cross-entropies + penalty) / n_obs``). Default 0:
+        plain joint maximum likelihood. A small ridge (say 0.1 to 1, i.e. a normal prior on the
+        logit-scale item parameters worth a fraction of one answer) keeps the parameters of
+        quasi-separated items finite -- items that every model but a few answered the same way,
+        common when there are few models. With ``ridge > 0`` the abilities are constrained to
+        mean 0 and variance 1 inside the objective (the penalty is not invariant to rescaling).
+    accelerate : bool
+        Nesterov momentum on the cBMM map with a monotone safeguard (default). Each iteration
+        extrapolates ``x_k + beta_k (x_k - x_{k-1})`` and keeps the extrapolated point only if its
+        objective is not higher than the current one; otherwise it falls back to the plain MM
+        point (which the majoriser guarantees to be no worse) and restarts the momentum. The
+        recorded history is therefore still non-increasing. ``False``: plain cBMM.
     dtype : numpy float type
-        Working precision of the chunked passes over the data (parameters and sums are always
+        Working precision of the passes over the data (parameters and sums of the blocks are
         float64). float32 is the default and is safe for logits of any size.
     n_jobs : int or None
         Threads over row blocks (None: all cores).
@@ -534,60 +708,80 @@ def irt_fit(
     -------
     IRTFit
         Parameters (``theta`` normalised to mean 0, variance 1), objective history and the
-        models and items excluded for having no variation.
+        models and items excluded for having no variation. ``extra`` holds ``n_passes`` (passes
+        over the data, i.e. objective evaluations), ``n_restarts`` (rejected momentum steps),
+        ``ridge`` and ``accelerate``.
 
     Raises
     ------
     ValueError
         ``Y`` is not 2-D, holds values other than 0/1/NaN, is all missing, leaves fewer than
-        2 models after excluding degenerate rows and columns; ``sigma <= 0``; bad ``tol``.
+        2 models after excluding degenerate rows and columns; ``sigma <= 0``; bad ``tol``;
+        ``ridge < 0``.
     TypeError
         ``Y`` is not numeric.
 
     Notes
     -----
-    The objective never increases (each half-sweep is an exact MM step). The history holds the
-    objective at the start of every sweep; the returned parameters are those at which the last
-    history entry was evaluated.
+    Cost per iteration: one pass over the data computes the objective and ``R = p - y`` (stored
+    as one ``dtype`` matrix); the block updates then need three BLAS matrix-vector products with
+    ``R``. The objective never increases. The history holds the objective at the accepted point
+    of every iteration; the returned parameters are those at which the last entry was evaluated.
     """
     t0 = time.perf_counter()
     _check_tol(tol, max_iter)
+    ridge = _check_ridge(ridge)
     S, sigma, rows, cols, ex_rows, ex_cols, shape = _prepare(Y, sigma)
     n, m = S.shape
-    kern = _Kernel(S, sigma, dtype, n_jobs)
+    kern = _Kernel(S, sigma, dtype, n_jobs, store=True)
     n_obs = n * m - kern.n_missing
-    theta, a, b = _init(S, sigma)
-    step = 4.0 * sigma
+    mm = _MM(kern, sigma, ridge)
+    x = _init(S, sigma)
+    n_pass = 0
+
+    def evaluate(p: tuple[np.ndarray, ...]) -> float:
+        nonlocal n_pass
+        n_pass += 1
+        return (kern.evaluate(*p) + _penalty(p[1], p[2], ridge, sigma)) / n_obs
+
     hist: list[float] = []
     times: list[float] = []
     converged = False
     it = 0
+    k_mom = 0
+    n_restarts = 0
+    small = 0
     try:
-        while True:
-            # block 1: majorise at the current X, then update (a, b) in closed form
-            res = kern.run(theta, a, b, loss=True, item_grad=True)
-            f = res["loss"] / n_obs
+        y = x  # the point at which R is stored and the objective f is known
+        f = evaluate(y)
+        hist.append(f)
+        times.append(time.perf_counter() - t0)
+        while it < max_iter:
+            x_new = mm.step(*y)
+            it += 1
+            k_mom += 1
+            beta = (k_mom - 1.0) / (k_mom + 2.0) if accelerate else 0.0
+            cand = _extrapolate(x_new, x, beta, ridge) if beta > 0 else x_new
+            f_c = evaluate(cand)
+            if f_c > f and beta > 0:  # momentum overshot: take the guaranteed MM point, restart
+                n_restarts += 1
+                k_mom = 0
+                cand = x_new
+                f_c = evaluate(cand)
+            x, y = x_new, cand
+            rel = (f - f_c) / abs(f_c) if f_c != 0 else 0.0
+            f = f_c
             hist.append(f)
             times.append(time.perf_counter() - t0)
-            if len(hist) > 1 and (hist[-2] - f) <= tol * abs(f):
+            small = small + 1 if rel <= tol else 0
+            if small >= (2 if accelerate else 1):
                 converged = True
                 break
-            if it >= max_iter:
-                break
-            G = res["G"]
-            a = np.maximum(a - step * G[0] / n, 0.0)
-            b = b - step * G[1] / n
-            # block 2: majorise again at the new X, then update theta in closed form
-            aa = float(a @ a)
-            if aa > 0:
-                res = kern.run(theta, a, b, model_vec=a)
-                theta = theta - step * sigma * res["Ra"] / aa
-                theta, a, b = _normalise(theta, a, b)
-            it += 1
     finally:
         kern.close()
+    theta, a, b = y
     if not converged:
-        warn(f"irt_fit: no convergence after {max_iter} sweeps (relative tol {tol:g})")
+        warn(f"irt_fit: no convergence after {max_iter} iterations (relative tol {tol:g})")
     _check_extreme(theta, a, b, sigma)
     T, A, B = _expand(shape, rows, cols, theta, a, b)
     return IRTFit(
@@ -595,6 +789,7 @@ def irt_fit(
         history_time=np.asarray(times), n_iter=it, converged=converged,
         excluded_models=ex_rows, excluded_items=ex_cols, time=time.perf_counter() - t0,
         method="cbmm", tol=tol, n_obs=n_obs,
+        extra={"n_passes": n_pass, "n_restarts": n_restarts, "ridge": ridge, "accelerate": bool(accelerate)},
     )
 
 
@@ -604,14 +799,16 @@ def irt_fit_lbfgs(
     sigma: float = 1.0,
     tol: float = DEFAULT_TOL,
     max_iter: int = 15000,
+    ridge: float = 0.0,
     target: float | None = None,
     dtype: type = np.float32,
     n_jobs: int | None = None,
 ) -> IRTFit:
     """Fit the 2PL model by joint maximum likelihood with scipy's L-BFGS-B (papers/002 baseline).
 
-    Same objective, start, exclusions and normalisation as :func:`irt_fit`, so the two are
-    compared like for like. Gradients are analytic; the bound ``a >= 0`` is enforced by L-BFGS-B.
+    Same objective (ridge included), start, exclusions, normalisation and data pass as
+    :func:`irt_fit`, so the two are compared like for like. Gradients are analytic; the bound
+    ``a >= 0`` is enforced by L-BFGS-B.
 
     Parameters
     ----------
@@ -623,6 +820,11 @@ def irt_fit_lbfgs(
         Passed as L-BFGS-B's ``ftol`` (relative decrease of the objective); ``gtol`` is 0.
     max_iter : int
         Maximum L-BFGS-B iterations.
+    ridge : float
+        The penalty of :func:`irt_fit`. With ``ridge > 0`` the abilities are optimised through
+        ``theta = sqrt(n) centre(phi) / ||centre(phi)||`` (mean 0, variance 1 by construction),
+        the same constraint cBMM uses; without the constraint the penalty could be driven to 0 by
+        inflating ``theta`` and shrinking ``a``.
     target : float or None
         Stop as soon as the objective reaches this value (used to time the baseline to the
         objective cBMM reached). ``fit.extra["stopped_at_target"]`` says whether it did.
@@ -641,19 +843,32 @@ def irt_fit_lbfgs(
     """
     t0 = time.perf_counter()
     _check_tol(tol, max_iter)
+    ridge = _check_ridge(ridge)
     S, sigma, rows, cols, ex_rows, ex_cols, shape = _prepare(Y, sigma)
     n, m = S.shape
-    kern = _Kernel(S, sigma, dtype, n_jobs)
+    kern = _Kernel(S, sigma, dtype, n_jobs, store=True)
     n_obs = n * m - kern.n_missing
     theta0, a0, b0 = _init(S, sigma)
-    last: dict[str, float] = {}
+    sqn = math.sqrt(n)
 
     def fun(z: np.ndarray) -> tuple[float, np.ndarray]:
-        th, a, b = z[:n], z[n : n + m], z[n + m :]
-        res = kern.run(th, a, b, loss=True, item_grad=True, model_vec=a)
-        g = np.concatenate([res["Ra"], res["G"][0] / sigma, res["G"][1] / sigma]) / n_obs
-        last["f"] = res["loss"] / n_obs
-        return last["f"], g
+        phi, a, b = z[:n], z[n : n + m], z[n + m :]
+        if ridge > 0:
+            cph = phi - phi.mean()
+            nrm = float(np.sqrt(cph @ cph))
+            th = cph * (sqn / nrm)
+        else:
+            th = phi
+        loss = kern.evaluate(th, a, b) + _penalty(a, b, ridge, sigma)
+        g_th = kern.Rv(a) / sigma
+        g_a, g_b = kern.Rt(th)
+        g_a = g_a / sigma + ridge * a / sigma**2
+        g_b = g_b / sigma + ridge * b / sigma**2
+        if ridge > 0:  # chain rule through the projection onto mean 0, variance 1
+            u = th / sqn
+            g_th = (sqn / nrm) * (g_th - u * float(u @ g_th))
+            g_th -= g_th.mean()
+        return loss / n_obs, np.concatenate([g_th, g_a, g_b]) / n_obs
 
     hist: list[float] = []
     times: list[float] = []
@@ -670,7 +885,8 @@ def irt_fit_lbfgs(
     f0, _ = fun(z0)
     hist.append(f0)
     times.append(time.perf_counter() - t0)
-    bounds = [(None, None)] * n + [(0.0, None)] * m + [(None, None)] * m
+    lo = np.concatenate([np.full(n, -np.inf), np.zeros(m), np.full(m, -np.inf)])
+    bounds = optimize.Bounds(lo, np.full(n + 2 * m, np.inf))
     try:
         res = optimize.minimize(
             fun, z0, jac=True, method="L-BFGS-B", bounds=bounds, callback=callback,
@@ -679,7 +895,11 @@ def irt_fit_lbfgs(
     finally:
         kern.close()
     z = res.x
-    theta, a, b = _normalise(z[:n], z[n : n + m], z[n + m :])
+    phi, a, b = z[:n], z[n : n + m], z[n + m :]
+    if ridge > 0:
+        theta = _sphere(phi)
+    else:
+        theta, a, b = _normalise(phi, a, b)
     converged = bool(res.success) or stopped["target"]
     if not converged:
         warn(f"irt_fit_lbfgs: L-BFGS-B stopped without converging: {res.message}")
@@ -690,7 +910,8 @@ def irt_fit_lbfgs(
         history_time=np.asarray(times), n_iter=int(res.nit), converged=converged,
         excluded_models=ex_rows, excluded_items=ex_cols, time=time.perf_counter() - t0,
         method="lbfgs", tol=tol, n_obs=n_obs,
-        extra={"n_fev": int(res.nfev), "message": str(res.message), "stopped_at_target": stopped["target"]},
+        extra={"n_fev": int(res.nfev), "message": str(res.message), "stopped_at_target": stopped["target"],
+               "ridge": ridge},
     )
 
 
@@ -713,7 +934,7 @@ def _params(theta: npt.ArrayLike, a: npt.ArrayLike, b: npt.ArrayLike,
 
 
 def irt_objective(Y: Matrix, theta: npt.ArrayLike, a: npt.ArrayLike, b: npt.ArrayLike,
-                  *, sigma: float = 1.0, dtype: type = np.float64) -> float:
+                  *, sigma: float = 1.0, ridge: float = 0.0, dtype: type = np.float64) -> float:
     """Mean binary cross-entropy of the 2PL model per observed entry (papers/002).
 
     Parameters
@@ -727,13 +948,17 @@ def irt_objective(Y: Matrix, theta: npt.ArrayLike, a: npt.ArrayLike, b: npt.Arra
         ``fit.objective`` up to float32 rounding.
     sigma : float
         Temperature.
+    ridge : float
+        Add the penalty ``ridge / 2 * (||a||^2 + ||b||^2) / sigma^2`` of :func:`irt_fit` (over the
+        fitted items) before dividing by the number of observed entries. Default 0.
     dtype : numpy float type
         Working precision (float64 by default).
 
     Returns
     -------
     float
-        ``sum over observed (i, j) of -log P(Y_ij = y_ij)`` divided by the number of them.
+        ``sum over observed (i, j) of -log P(Y_ij = y_ij)`` (plus the penalty) divided by the
+        number of observed entries.
 
     Raises
     ------
@@ -751,8 +976,8 @@ def irt_objective(Y: Matrix, theta: npt.ArrayLike, a: npt.ArrayLike, b: npt.Arra
     n_obs = S.size - kern.n_missing
     if n_obs == 0:
         raise ValueError("no observed entries have finite parameters")
-    out = kern.run(th[rows], a_[cols], b_[cols], loss=True)
-    return float(out["loss"] / n_obs)
+    total = kern.evaluate(th[rows], a_[cols], b_[cols])
+    return float((total + _penalty(a_[cols], b_[cols], _check_ridge(ridge), sigma)) / n_obs)
 
 
 def irt_se(fit: IRTFit, Y: Matrix) -> IRTStandardErrors:

@@ -365,8 +365,10 @@ class _RandomIntercept:
         self.n_quad = n_quad
         if n_quad > 1:
             t, w = np.polynomial.hermite_e.hermegauss(n_quad)
-            self.t = t
-            self.logw = np.log(w) + t**2 / 2
+        else:  # one node at the mode: exactly the Laplace approximation
+            t, w = np.zeros(1), np.array([math.sqrt(2 * math.pi)])
+        self.t = t
+        self.logw = np.log(w) + t**2 / 2
         self.r_g = np.bincount(codes, weights=R, minlength=M)
 
     def modes(self, eta0: np.ndarray, sigma2: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -137,6 +137,15 @@ def test_laplace_approaches_aghq_with_large_clusters() -> None:
     assert la.converged and aq.converged
 
 
+def test_aghq_with_one_node_is_laplace() -> None:
+    d = _sim(9, n_clusters=12, size=15)
+    R = d["correct"].notna().astype(float)
+    la = propensity_fit(R, d[["x"]], d["cluster"], kind="random")
+    q1 = propensity_fit(R, d[["x"]], d["cluster"], kind="random", method="aghq", n_quad=1)
+    np.testing.assert_allclose(q1.params.to_numpy(), la.params.to_numpy(), atol=2e-4)
+    np.testing.assert_allclose(q1.loglik, la.loglik, atol=1e-6)
+
+
 def test_random_intercept_recovers_truth_and_predicts() -> None:
     """On a big simulation the random-intercept fit recovers the response model's parameters."""
     rng = np.random.default_rng(11)
