@@ -216,7 +216,7 @@ def bench(quick: bool, seed: int, peers: bool, ridge: float = RIDGE_REAL) -> pd.
                 if "peak_mem_x" in r:
                     r["peak_mem_x"] /= data32
                 rows.append({**base, **r})
-        for r in rows[-6:]:
+        for r in rows:
             if r["matrix"] == label:
                 print("  " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                                        for k, v in r.items() if k not in ("matrix", "n_models", "n_items")),
