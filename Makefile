@@ -55,7 +55,8 @@ $(STAMP): pyproject.toml | $(PY)
 # Headless plotting: plain python processes (benchmarks; pytest itself via tests/conftest.py) use
 # MPLBACKEND=Agg. Notebook kernels must NOT inherit it: with MPLBACKEND=Agg ipykernel drops its
 # inline backend and no figure reaches the notebook or the HTML. Hence `env -u MPLBACKEND` below.
-test: $(STAMP) ## set up, run every test: tests/ and every notebook (nbval), see pyproject
+test: $(STAMP) ## set up, lint (ruff), run every test: tests/ and every notebook (nbval), see pyproject
+	$(VENV)/bin/ruff check .
 	@rc=0; env -u MPLBACKEND $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests (exit 5); that is a failure" >&2; fi; \
 	exit $$rc
