@@ -31,6 +31,7 @@ from evalkit.missing import (
     missing_study,
     propensity_fit,
     sensitivity_delta,
+    sensitivity_plot,
     sensitivity_tipping_point,
     weights_compute,
 )
@@ -479,3 +480,17 @@ def test_bad_shapes_and_values() -> None:
         ipw_estimate(np.array([0.5, 1, np.nan]), np.array([0, 1, 1]))
     with pytest.raises(ValueError, match="share the items"):
         ipw_compare(np.ones(3), np.ones(4), np.arange(3))
+
+
+def test_sensitivity_plot_marks_the_tipping_points() -> None:
+    import matplotlib.pyplot as plt
+
+    d = np.linspace(-2, 2, 5)
+    t = pd.DataFrame({"delta": d, "estimate": 0.05 + 0.05 * d, "se": 0.01})
+    t["ci_low"], t["ci_high"] = t["estimate"] - 0.02, t["estimate"] + 0.02
+    t.attrs["quantity"] = "difference"
+    ax = sensitivity_plot(t, tipping=sensitivity_tipping_point(t))
+    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), 100 * t["estimate"])
+    assert any("tips at -0.60" in a.get_text() for a in ax.texts)
+    assert "difference" in ax.get_ylabel()
+    plt.close("all")

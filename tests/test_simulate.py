@@ -84,3 +84,14 @@ def test_bad_arguments():
         simulate_missing(d.drop(columns="u"), mechanism="mcar", response_rate=0.5, rng=1)
     with pytest.raises(TypeError, match="seed"):
         simulate_clustered(n_clusters=3, cluster_size=3, mean=0.5, icc=0.1, rng=None)
+
+
+def test_as_rng_refuses_unseeded_and_bool():
+    import evalkit as ek
+
+    g = np.random.default_rng(1)
+    assert ek.as_rng(g) is g
+    assert ek.as_rng(5).random() == np.random.default_rng(5).random()
+    for bad in (None, True, 1.5):
+        with pytest.raises(TypeError, match="seed"):
+            ek.as_rng(bad)
