@@ -2,7 +2,7 @@
 #   make all    set up .venv, execute every notebook headless into build/html and write the
 #               reproduction report into build/report
 #   make test   set up .venv and run every test (tests/ and, through nbval, notebooks/)
-# Other targets: make lab, make bench, make lint, make clean, make distclean, make help.
+# Other targets: make lab, make bench, make lint, make typecheck, make clean, make distclean, make help.
 # Run make from the repository root (or with `make -C path/to/evalkit`).
 
 SHELL := /bin/bash
@@ -37,7 +37,7 @@ CELL_TIMEOUT ?= 1200
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 REPORT_ROWS := $(CURDIR)/build/report/rows
 
-.PHONY: all report test lab bench lint setup clean distclean help
+.PHONY: all report test lab bench lint typecheck setup clean distclean help
 
 all: report ## set up, run every notebook into build/html, write build/report/reproduction_report.*
 
@@ -55,8 +55,9 @@ $(STAMP): pyproject.toml | $(PY)
 # Headless plotting: plain python processes (benchmarks; pytest itself via tests/conftest.py) use
 # MPLBACKEND=Agg. Notebook kernels must NOT inherit it: with MPLBACKEND=Agg ipykernel drops its
 # inline backend and no figure reaches the notebook or the HTML. Hence `env -u MPLBACKEND` below.
-test: $(STAMP) ## set up, lint (ruff), run every test: tests/ and every notebook (nbval), see pyproject
+test: $(STAMP) ## set up, lint (ruff), type-check (mypy), run every test: tests/ and every notebook (nbval)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	@rc=0; env -u MPLBACKEND $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests (exit 5); that is a failure" >&2; fi; \
 	exit $$rc
@@ -92,8 +93,11 @@ $(BENCH_STAMP): pyproject.toml $(STAMP)
 lint: $(STAMP) ## ruff over the package, tests, benchmarks and notebooks
 	$(VENV)/bin/ruff check .
 
+typecheck: $(STAMP) ## mypy over the package (settings in pyproject.toml)
+	$(VENV)/bin/mypy
+
 clean: ## remove build outputs and caches (keeps .venv)
-	rm -rf build .pytest_cache .ruff_cache *.egg-info
+	rm -rf build .pytest_cache .ruff_cache .mypy_cache *.egg-info
 	find . -path ./$(VENV) -prune -o \( -name __pycache__ -o -name .ipynb_checkpoints \) -type d -print \
 	  | xargs -r rm -rf
 

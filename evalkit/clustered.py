@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -116,7 +116,8 @@ def cluster_scores_variance(scores: np.ndarray, codes: np.ndarray, n_clusters: i
     cluster_weight : (M,) array, optional
         ``W_g``; needed for CR2.
     """
-    U = np.bincount(codes, weights=scores, minlength=n_clusters)
+    # with weights, bincount returns float64 (numpy's stubs say intp)
+    U = cast("npt.NDArray[np.float64]", np.bincount(codes, weights=scores, minlength=n_clusters))
     if kind == "CR0":
         meat = np.sum(U**2)
     elif kind == "CR1":

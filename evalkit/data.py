@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -219,14 +220,16 @@ def long_to_matrix(df: pd.DataFrame, *, fill_status: str = "not_run",
     df = long_validate(df)
     models = pd.unique(df["model"])
     items = pd.unique(df["item"])
-    r = pd.Index(models).get_indexer(df["model"])
-    c = pd.Index(items).get_indexer(df["item"])
+    # pd.Index(series) is what get_indexer does with a Series target (pandas-stubs want an Index)
+    r = pd.Index(models).get_indexer(pd.Index(df["model"]))
+    c = pd.Index(items).get_indexer(pd.Index(df["item"]))
     Y = np.full((len(models), len(items)), np.nan)
     Y[r, c] = df["correct"].to_numpy()
     codes = {s: i for i, s in enumerate(STATUSES)}
     status = np.full(Y.shape, codes[fill_status], dtype=np.int8)
     status[r, c] = df["status"].map(codes).to_numpy().astype(np.int8)
-    first = df.drop_duplicates("item").set_index("item").loc[items]
+    # items may be an ExtensionArray (string dtype), which .loc takes; pandas-stubs omit it
+    first = df.drop_duplicates("item").set_index("item").loc[cast(Any, items)]
     clusters = first["cluster"].to_numpy(dtype=str)
     info = None
     if item_columns:

@@ -880,7 +880,7 @@ def alpaca_pairs(annotator: str = _ALPACA_DEFAULT, seed: int | None = None) -> p
 # --------------------------------------------------------------------------------------------
 
 OllSuite = Literal["mmlu_pro", "bbh_gpqa_ifeval_math_musr"]
-_OLL_SUITES: tuple[str, ...] = ("mmlu_pro", "bbh_gpqa_ifeval_math_musr")
+_OLL_SUITES: tuple[OllSuite, ...] = ("mmlu_pro", "bbh_gpqa_ifeval_math_musr")
 _OLL_CHUNK_CELLS = 1 << 22  # ~4M cells (16 MB of float32) per chunk of models
 
 

@@ -354,7 +354,11 @@ class _Kernel:
         for s in range(lo, hi, step):
             e = min(hi, s + step)
             k = e - s
-            t = buf[:k] if R is None else R[s:e]
+            if R is None:
+                assert buf is not None  # allocated exactly when R is not stored
+                t = buf[:k]
+            else:
+                t = R[s:e]
             uk = u[:k]
             Sk = self.S[s:e]
             # signed margin t = s_ij * x_ij / sigma (0 on unobserved entries)
@@ -387,6 +391,11 @@ class _Kernel:
             parts = [f.result() for f in futs]
         return sum(parts) - self.n_missing * _LOG2
 
+    def _stored_R(self) -> np.ndarray:
+        if self.R is None:
+            raise RuntimeError("_Kernel: R is not stored; build the kernel with store=True")
+        return self.R
+
     def Rt(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(theta' R, 1' R)`` over the stored ``R``, in float64.
 
@@ -394,7 +403,7 @@ class _Kernel:
         BLAS call on the whole matrix would let OpenBLAS start its own threads, which stall badly
         when the cores are shared with other work (measured: 100x slower on a loaded machine).
         """
-        R, dt = self.R, self.dtype
+        R, dt = self._stored_R(), self.dtype
         th = theta.astype(dt)
         one = np.ones(self.step, dt)
         g0 = np.zeros(self.m, np.float64)
@@ -407,7 +416,7 @@ class _Kernel:
 
     def Rv(self, v: np.ndarray) -> np.ndarray:
         """``R v`` over the stored ``R``, in float64 (row chunks, as :meth:`Rt`)."""
-        R, dt = self.R, self.dtype
+        R, dt = self._stored_R(), self.dtype
         vv = v.astype(dt)
         out = np.empty(self.n, dt)
         for s in range(0, self.n, self.step):
@@ -443,6 +452,7 @@ class _Kernel:
                 tk += b
                 np.multiply(tk, Sk, out=tk)
                 if loss:
+                    assert u is not None  # allocated when loss or info
                     uk = u[:k]
                     # softplus(-t) = max(-t, 0) + log1p(exp(-|t|)), stable in float32
                     np.abs(tk, out=uk)
@@ -456,6 +466,7 @@ class _Kernel:
                 tk += 1.0
                 np.reciprocal(tk, out=tk)
                 if info:
+                    assert u is not None and W is not None and Wa is not None  # allocated when info
                     uk = u[:k]
                     # p (1 - p) = q (1 - q), zeroed on unobserved entries
                     np.subtract(1.0, tk, out=uk)
@@ -468,9 +479,11 @@ class _Kernel:
                 # R = p - y = -s * q
                 np.multiply(tk, Sk, out=tk)
                 if item_grad:
+                    assert G is not None  # allocated when item_grad
                     G[0] -= th[s:e] @ tk
                     G[1] -= ones[:k] @ tk
                 if model_vec is not None:
+                    assert Ra is not None  # allocated when model_vec is given
                     Ra[s - lo : e - lo] = -(tk @ model_vec)
         return total, G, Ra, W, Wa
 
@@ -736,7 +749,7 @@ def irt_fit(
     kern = _Kernel(S, sigma, dtype, n_jobs, store=True)
     n_obs = n * m - kern.n_missing
     mm = _MM(kern, sigma, ridge)
-    x = _init(S, sigma)
+    x: tuple[np.ndarray, ...] = _init(S, sigma)
     n_pass = 0
 
     def evaluate(p: tuple[np.ndarray, ...]) -> float:
@@ -752,7 +765,7 @@ def irt_fit(
     n_restarts = 0
     small = 0
     try:
-        y = x  # the point at which R is stored and the objective f is known
+        y: tuple[np.ndarray, ...] = x  # the point at which R is stored and the objective f is known
         f = evaluate(y)
         hist.append(f)
         times.append(time.perf_counter() - t0)
@@ -897,7 +910,10 @@ def irt_fit_lbfgs(
     z = res.x
     phi, a, b = z[:n], z[n : n + m], z[n + m :]
     if ridge > 0:
-        theta = _sphere(phi)
+        sphered = _sphere(phi)
+        if sphered is None:
+            raise ValueError("irt_fit_lbfgs: the abilities collapsed to a constant; the 2PL model is not identified")
+        theta = sphered
     else:
         theta, a, b = _normalise(phi, a, b)
     converged = bool(res.success) or stopped["target"]

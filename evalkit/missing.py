@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -38,6 +38,7 @@ from scipy import optimize, special
 from ._checks import as_labels, check_alpha, warn
 from .clustered import (
     Estimate,
+    SEKind,
     bootstrap_cluster,
     cluster_scores_variance,
     deff_empirical,
@@ -1028,7 +1029,7 @@ def _outcome_predictions(correct: np.ndarray, clusters: np.ndarray | None, featu
         return np.full(y.size, float(yo[0]))
     Xo = Xa[obs] if Xa.shape[1] else None
     use_kind = kind if clusters is not None else "logistic"
-    if use_kind != "logistic" and np.unique(clusters[obs]).size < 2:
+    if use_kind != "logistic" and clusters is not None and np.unique(clusters[obs]).size < 2:
         use_kind = "logistic"
     if Xo is not None and np.any(Xo.std(axis=0) == 0):
         raise ValueError("a feature is constant among the answered items; drop it")
@@ -1456,8 +1457,9 @@ def missing_report(long_df: pd.DataFrame, *, features: Sequence[str] | None = No
             except ValueError:
                 return float("nan")
 
+        s: SEKind
         for s in ("iid", "CR1", "CR2"):
-            rows.append(_row(m, f"complete case, {s}", missing_complete_case(y, cl, se=s, alpha=alpha),  # type: ignore[arg-type]
+            rows.append(_row(m, f"complete case, {s}", missing_complete_case(y, cl, se=s, alpha=alpha),
                              deff_emp=dfe(yo, co), **info))
         lo, hi = missing_bounds(y, cl, se="CR1", alpha=alpha)
         rows.append(_row(m, "missing as wrong, CR1", lo, deff_emp=dfe(np.nan_to_num(y), cl), **info))
@@ -1485,7 +1487,7 @@ def missing_report(long_df: pd.DataFrame, *, features: Sequence[str] | None = No
         wdiag[m] = W.summary()
         info_r = dict(info, icc_missing_latent=icc_latent(fit_r.sigma_u), sigma_u=fit_r.sigma_u)
         for s in ("CR1", "CR2"):
-            est = mean_estimate(yo, co, weights=W.w, se=s, alpha=alpha)  # type: ignore[arg-type]
+            est = mean_estimate(yo, co, weights=W.w, se=s, alpha=alpha)
             rows.append(_row(m, f"IPW random intercept, {s}", est, deff_emp=dfe(yo, co, W.w), ess=W.ess,
                              mass_cut=W.mass_cut, max_weight=W.max_weight, **info_r))
         if n_boot:
@@ -1494,8 +1496,8 @@ def missing_report(long_df: pd.DataFrame, *, features: Sequence[str] | None = No
             rows.append(_row(m, "IPW random intercept, cluster bootstrap", b, **info_r))
 
     if compare is not None:
-        a, b = (per_model[k] for k in compare)
-        both = a[["item", "cluster", "correct"]].merge(b[["item", "correct"]], on="item", suffixes=("_a", "_b"))
+        df_a, df_b = (per_model[k] for k in compare)
+        both = df_a[["item", "cluster", "correct"]].merge(df_b[["item", "correct"]], on="item", suffixes=("_a", "_b"))
         if len(both) == 0:
             raise ValueError("the two models share no items")
         ya, yb, cl = (both["correct_a"].to_numpy(dtype=float), both["correct_b"].to_numpy(dtype=float),
@@ -1510,13 +1512,15 @@ def missing_report(long_df: pd.DataFrame, *, features: Sequence[str] | None = No
                      "estimate": np.nan, "n": len(both), "n_clusters": np.unique(cl).size})
         Xab = None
         if feats:
-            Xab = a.set_index("item").loc[both["item"], feats].to_numpy(dtype=float)
+            Xab = df_a.set_index("item").loc[both["item"], feats].to_numpy(dtype=float)
+        kind_: PropensityKind
         for kind_ in ("logistic", "random"):
             pa = _p_or_ones(ya, Xab, cl, kind_, method)
             pb = _p_or_ones(yb, Xab, cl, kind_, method)
-            for s in (("CR1",) if kind_ == "logistic" else ("CR1", "CR2")):
-                est = ipw_compare(ya, yb, cl, p_a=pa, p_b=pb, truncate=truncate, se=s, alpha=alpha)  # type: ignore[arg-type]
-                rows.append(_row(lab, f"{_KIND_LABEL[kind_]}, {s}", est))
+            cr_kinds: tuple[Literal["CR1", "CR2"], ...] = ("CR1",) if kind_ == "logistic" else ("CR1", "CR2")
+            for cr in cr_kinds:
+                est = ipw_compare(ya, yb, cl, p_a=pa, p_b=pb, truncate=truncate, se=cr, alpha=alpha)
+                rows.append(_row(lab, f"{_KIND_LABEL[kind_]}, {cr}", est))
     out = pd.DataFrame(rows)
     # one object (compared by identity), so that pd.concat of several reports works
     out.attrs["missing"] = MissingDetails(by_reason, by_cluster, fits, wdiag)
@@ -1574,7 +1578,7 @@ def _study_one(args: tuple) -> pd.DataFrame:
     names = list(_STUDY_ESTIMATORS) + (["IPW RI bootstrap"] if n_boot else [])
     cache: dict[str, Any] = {"data": None, "est": {}}
 
-    def make(name: str):
+    def make(name: str) -> Callable[[pd.DataFrame], Estimate]:
         def f(data: pd.DataFrame) -> Estimate:
             if cache["data"] is not data:
                 cache["data"] = data

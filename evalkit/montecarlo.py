@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -120,7 +120,8 @@ def mc_summarise(runs: pd.DataFrame, *, scale: float = 1.0) -> pd.DataFrame:
             "sd_estimate": ok["estimate"].std(ddof=1) * scale if n > 1 else np.nan,
         })
 
-    out = runs.groupby(keys, sort=False)[list(standard)].apply(one)
+    # `one` returns a Series, so apply gives a DataFrame (pandas-stubs say Series | DataFrame)
+    out = cast(pd.DataFrame, runs.groupby(keys, sort=False)[list(standard)].apply(one))
     out["n_reps"] = out["n_reps"].astype(int)
     out["n_failed"] = out["n_failed"].astype(int)
     return out

@@ -9,6 +9,7 @@ in every notebook.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
@@ -32,7 +33,7 @@ PALETTE: dict[str, str] = {
     "neutral": "#666666",
 }
 
-_RC = {
+_RC: dict[str, Any] = {
     "figure.figsize": (7.0, 4.0),
     "figure.dpi": 100,
     "axes.spines.top": False,
@@ -50,7 +51,8 @@ _RC = {
 
 def plot_style() -> None:
     """Apply evalkit's matplotlib style (call once at the top of a notebook)."""
-    mpl.rcParams.update(_RC)
+    # matplotlib >= 3.11 types rcParams' keys as a Literal of the known names; ours are all known
+    mpl.rcParams.update(cast(Any, _RC))
 
 
 def _axes(ax: Axes | None, figsize: tuple[float, float] | None = None) -> Axes:
@@ -88,7 +90,7 @@ def plot_intervals(table: pd.DataFrame, *, label: str, methods: Sequence[str] | 
     rows = list(pd.unique(table[label])) if order is None else list(order)
     ax = _axes(ax, (7.0, max(2.5, 0.28 * len(rows) + 1)))
     cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    offsets = np.linspace(-0.25, 0.25, len(methods)) if len(methods) > 1 else [0.0]
+    offsets: np.ndarray | list[float] = np.linspace(-0.25, 0.25, len(methods)) if len(methods) > 1 else [0.0]
     for k, (meth, off) in enumerate(zip(methods, offsets, strict=True)):
         sub = table[table["method"] == meth].set_index(label).reindex(rows)
         pos = np.arange(len(rows)) + off

@@ -249,7 +249,7 @@ def simulate_missing(df: pd.DataFrame, *, mechanism: Mechanism, response_rate: f
     out["p_respond"] = p_r
     out.loc[~r, "correct"] = np.nan
     out.loc[~r, "status"] = reason
-    out.attrs.update(df.attrs, mechanism=mechanism, response_rate=response_rate, strength=strength)
+    out.attrs.update({**df.attrs, "mechanism": mechanism, "response_rate": response_rate, "strength": strength})
     return out
 
 
@@ -323,7 +323,7 @@ def simulate_2pl(
     theta = (theta - theta.mean()) / theta.std()
     a = np.exp(a_mean + a_spread * rng.standard_normal(m))
     b = b_sd * rng.standard_normal(m)
-    Y = np.empty((n, m), dtype=dtype)
+    Y: np.ndarray = np.empty((n, m), dtype=dtype)
     step = _row_step(m)
     c_mar = 0.0
     if mechanism == "mar" and missing > 0:
@@ -342,7 +342,7 @@ def simulate_2pl(
     for s in range(0, n, step):
         x = np.multiply.outer(theta[s : s + step], a) + b
         p = _sigmoid(x / sigma)
-        y = (rng.random(p.shape) < p).astype(dtype)
+        y: np.ndarray = (rng.random(p.shape) < p).astype(dtype)
         if missing > 0:
             u = rng.random(p.shape)
             if mechanism == "mcar":
