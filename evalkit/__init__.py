@@ -42,6 +42,12 @@ from .datasets import (
     oll_factors_load,
     oll_matrix_draw,
 )
+from .ecc import (
+    ECC_TEXT_FIELDS,
+    ecc_embed_texts,
+    ecc_embeddings_build,
+    ecc_embeddings_load,
+)
 from .irt import (
     IRTFit,
     IRTRankComparison,
@@ -169,6 +175,11 @@ __all__ = [
     "irt_flag_uninformative",
     "irt_rank_compare",
     "irt_group_easiness",
+    # ECC: evidence-calibrated query clustering
+    "ECC_TEXT_FIELDS",
+    "ecc_embed_texts",
+    "ecc_embeddings_build",
+    "ecc_embeddings_load",
     # reproduction report
     "ReproTable",
     "repro_report_write",
