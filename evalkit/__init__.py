@@ -5,6 +5,7 @@ notebooks and users import from ``evalkit`` only.
 """
 
 from ._checks import EvalkitWarning
+from .bt import BTFit, bt_encode, bt_fit, bt_pairs_from_matrix, bt_pairs_sample, bt_simulate
 from .clustered import (
     Estimate,
     bootstrap_cluster,
@@ -44,9 +45,21 @@ from .datasets import (
 )
 from .ecc import (
     ECC_TEXT_FIELDS,
+    MODES,
+    ECCEvaluation,
+    ECCFit,
+    ECCSimulation,
+    ecc_cluster_agreement,
     ecc_embed_texts,
     ecc_embeddings_build,
     ecc_embeddings_load,
+    ecc_evaluate,
+    ecc_fit,
+    ecc_infer,
+    ecc_predict,
+    ecc_profile_recovery,
+    ecc_scores,
+    ecc_simulate,
 )
 from .irt import (
     IRTFit,
@@ -175,11 +188,30 @@ __all__ = [
     "irt_flag_uninformative",
     "irt_rank_compare",
     "irt_group_easiness",
+    # Bradley-Terry
+    "BTFit",
+    "bt_fit",
+    "bt_encode",
+    "bt_pairs_from_matrix",
+    "bt_pairs_sample",
+    "bt_simulate",
     # ECC: evidence-calibrated query clustering
     "ECC_TEXT_FIELDS",
+    "MODES",
+    "ECCFit",
+    "ECCEvaluation",
+    "ECCSimulation",
     "ecc_embed_texts",
     "ecc_embeddings_build",
     "ecc_embeddings_load",
+    "ecc_fit",
+    "ecc_infer",
+    "ecc_predict",
+    "ecc_scores",
+    "ecc_evaluate",
+    "ecc_simulate",
+    "ecc_cluster_agreement",
+    "ecc_profile_recovery",
     # reproduction report
     "ReproTable",
     "repro_report_write",
