@@ -45,6 +45,7 @@ from .datasets import (
 )
 from .ecc import (
     ECC_TEXT_FIELDS,
+    METHOD_COLOURS,
     MODES,
     ECCEvaluation,
     ECCFit,
@@ -54,8 +55,10 @@ from .ecc import (
     ecc_embeddings_build,
     ecc_embeddings_load,
     ecc_evaluate,
+    ecc_explore,
     ecc_fit,
     ecc_infer,
+    ecc_plot_gains,
     ecc_predict,
     ecc_profile_recovery,
     ecc_scores,
@@ -212,6 +215,9 @@ __all__ = [
     "ecc_simulate",
     "ecc_cluster_agreement",
     "ecc_profile_recovery",
+    "ecc_plot_gains",
+    "ecc_explore",
+    "METHOD_COLOURS",
     # reproduction report
     "ReproTable",
     "repro_report_write",

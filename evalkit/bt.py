@@ -54,8 +54,12 @@ __all__ = [
 
 def _objective(W: np.ndarray, theta: np.ndarray, ridge: float) -> np.ndarray:
     """Penalised negative log-likelihood per profile: ``(K,)`` for ``W (K, M, M)``, ``theta (K, M)``."""
-    D = theta[:, :, None] - theta[:, None, :]  # D[k, i, j] = theta_i - theta_j
-    return -np.einsum("kij,kij->k", W, log_expit(D)) + 0.5 * ridge * np.einsum("km,km->k", theta, theta)
+    # Over pairs i < j: W_ij softplus(-D) + W_ji softplus(D) = (W_ij + W_ji) softplus(-D) + W_ji D.
+    iu, ju = np.triu_indices(theta.shape[1], k=1)
+    D = theta[:, iu] - theta[:, ju]  # theta_i - theta_j
+    Wij, Wji = W[:, iu, ju], W[:, ju, iu]
+    nll = np.einsum("kp,kp->k", Wij + Wji, -log_expit(D)) + np.einsum("kp,kp->k", Wji, D)
+    return nll + 0.5 * ridge * np.einsum("km,km->k", theta, theta)
 
 
 def _grad_hess(W: np.ndarray, theta: np.ndarray, ridge: float) -> tuple[np.ndarray, np.ndarray]:

@@ -30,7 +30,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -41,9 +41,13 @@ from scipy.sparse.linalg import svds
 from scipy.special import expit, log_expit
 
 from ._checks import check_alpha
-from .bt import _newton, bt_encode
+from .bt import _newton, bt_encode, bt_pairs_sample
 from .clustered import Estimate, cluster_scores_variance, interval_t
+from .plots import PALETTE
 from .types import as_rng
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 __all__ = [
     "ECC_TEXT_FIELDS",
@@ -62,6 +66,9 @@ __all__ = [
     "ecc_simulate",
     "ecc_cluster_agreement",
     "ecc_profile_recovery",
+    "ecc_plot_gains",
+    "ecc_explore",
+    "METHOD_COLOURS",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -259,6 +266,9 @@ Mode = Literal["emb", "probe", "emb+probe"]
 MODES: tuple[Mode, ...] = ("emb", "probe", "emb+probe")
 """The inference modes for a new query, in the paper's order [ECC]."""
 
+_INNER_NEWTON = 2
+"""Damped Newton steps per cluster profile in each ECC iteration (warm started)."""
+
 LAMBDA_INFER_DEFAULT = 3.0
 """Embedding weight used at inference by fits trained without one (Comp-only, ``lam = 0``)."""
 
@@ -412,13 +422,16 @@ def ecc_fit(pairs: pd.DataFrame, embeddings: pd.DataFrame, *, K: int = 30, lam: 
 
     Alternates, from a k-means++ seeding on the embeddings, (i) centres
     ``c_k = normalize(sum_q r_qk x_q)`` and per-cluster weighted BT fits
-    ``theta^(k) = argmin sum_q r_qk l_comp(q; theta) + ridge/2 ||theta||^2`` (Newton, warm
-    started), and (ii) responsibilities ``r_qk = softmax_k(-l(q, k) / T)`` with
-    ``l(q, k) = l_comp(q; theta^(k)) - lam x_q' c_k``. Each half-step minimises the objective
+    ``theta^(k) = argmin sum_q r_qk l_comp(q; theta) + ridge/2 ||theta||^2``, and (ii)
+    responsibilities ``r_qk = softmax_k(-l(q, k) / T)`` with
+    ``l(q, k) = l_comp(q; theta^(k)) - lam x_q' c_k``. The objective is
 
-        sum_q sum_k r_qk l(q, k) + T sum_q sum_k r_qk log r_qk + ridge/2 sum_k ||theta^(k)||^2
+        sum_q sum_k r_qk l(q, k) + T sum_q sum_k r_qk log r_qk + ridge/2 sum_k ||theta^(k)||^2.
 
-    exactly in its own block, so the objective recorded per iteration cannot increase. Stops when
+    Centres and responsibilities minimise it exactly in their blocks; the convex BT fits take two
+    damped Newton steps per iteration from the previous profiles (each step lowers the
+    objective, and the profiles converge with the responsibilities), and the final profiles are
+    solved to convergence. So the objective recorded per iteration cannot increase. Stops when
     the mean KL divergence between successive responsibilities is below ``tol_kl`` and no centre
     moves more than ``tol_centre`` [ECC].
 
@@ -510,7 +523,7 @@ def ecc_fit(pairs: pd.DataFrame, embeddings: pd.DataFrame, *, K: int = 30, lam: 
         new_centres = _normalize_rows(r.T @ X)
         if signals != "emb":  # Emb-only: the profiles do not act on the responsibilities
             W = np.asarray(by_pair @ r[comps.q]).T.reshape(K, M, M)
-            theta, _, _ = _newton(W, theta, float(ridge), tol=1e-8, max_iter=50)
+            theta, _, _ = _newton(W, theta, float(ridge), tol=1e-8, max_iter=_INNER_NEWTON)
         # (ii) responsibilities given the system parameters
         L_emb = -lam_used * (X @ new_centres.T)
         L_comp = _comp_loss(theta, comps, by_query)
@@ -574,7 +587,8 @@ def _model_index(fit: ECCFit, ids: npt.ArrayLike) -> np.ndarray:
 
 
 def ecc_infer(fit: ECCFit, embeddings: pd.DataFrame, *, mode: Mode = "emb+probe",
-              probes: pd.DataFrame | None = None, lam: float | None = None) -> np.ndarray:
+              probes: pd.DataFrame | None = None, lam: float | None = None,
+              T: float | None = None) -> np.ndarray:
     """Responsibilities of new queries from their embedding, a probe comparison, or both.
 
     - ``"emb"``: ``r_qk = softmax_k(lam x_q' c_k / T)``;
@@ -593,6 +607,10 @@ def ecc_infer(fit: ECCFit, embeddings: pd.DataFrame, *, mode: Mode = "emb+probe"
     lam : float, optional
         Embedding weight; default ``fit.lam``, or :data:`LAMBDA_INFER_DEFAULT` for a Comp-only fit
         (trained with ``lam = 0``, whose centres are still the responsibility-weighted means).
+    T : float, optional
+        Inference temperature; default ``fit.T`` as in the paper. ``T = 1`` reads the softmax as
+        the posterior over clusters under a uniform prior (less sure of itself after one probe
+        than ``T = 0.1``).
 
     Returns
     -------
@@ -621,7 +639,10 @@ def ecc_infer(fit: ECCFit, embeddings: pd.DataFrame, *, mode: Mode = "emb+probe"
         if probes is None:
             raise ValueError(f"mode={mode!r} needs probes (one observed comparison per query)")
         L += _probe_loss(fit, items, probes)
-    return _softmax_rows(-L / fit.T)
+    T_used = fit.T if T is None else float(T)
+    if not (math.isfinite(T_used) and T_used > 0):
+        raise ValueError(f"T must be a positive temperature, got {T!r}")
+    return _softmax_rows(-L / T_used)
 
 
 def ecc_predict(fit: ECCFit, resp: np.ndarray, winner: npt.ArrayLike, loser: npt.ArrayLike) -> np.ndarray:
@@ -741,7 +762,8 @@ def _split_probes(test_pairs: pd.DataFrame, rng: np.random.Generator) -> tuple[p
 
 def ecc_evaluate(fits: Mapping[str, ECCFit] | Sequence[ECCFit], test_pairs: pd.DataFrame,
                  embeddings: pd.DataFrame, *, seed: int | np.random.Generator, quality: pd.DataFrame | None = None,
-                 modes: Sequence[Mode] = MODES, alpha: float = 0.05) -> ECCEvaluation:
+                 modes: Sequence[Mode] = MODES, T_infer: float | None = None,
+                 alpha: float = 0.05) -> ECCEvaluation:
     """Held-out ranking gain of each fit in each inference mode, vs global BT; routing quality.
 
     For every test query with at least two comparisons, one comparison drawn at random is the
@@ -766,6 +788,8 @@ def ecc_evaluate(fits: Mapping[str, ECCFit] | Sequence[ECCFit], test_pairs: pd.D
         correct, or a judge's win against a reference). A missing value counts as 0 (an answer
         that cannot be scored does not serve the user). Enables ``routing``.
     modes : sequence of {"emb", "probe", "emb+probe"}
+    T_infer : float, optional
+        Inference temperature for every fit (default: each fit's own ``T``; see :func:`ecc_infer`).
     alpha : float
 
     Returns
@@ -831,7 +855,7 @@ def ecc_evaluate(fits: Mapping[str, ECCFit] | Sequence[ECCFit], test_pairs: pd.D
         if f.K == 1:
             continue
         for mode in modes:
-            resp = ecc_infer(f, emb, mode=mode, probes=probe_items)
+            resp = ecc_infer(f, emb, mode=mode, probes=probe_items, T=T_infer)
             p = ecc_predict(f, resp[query], w, lo)
             a = -np.log(np.clip(p, 1e-300, None))
             nll[(name, mode)] = a
@@ -1003,3 +1027,93 @@ def ecc_profile_recovery(fit: ECCFit, clusters: npt.ArrayLike, theta_true: np.nd
             mix = fit.resp[members].mean(axis=0) @ fit.theta
             out[k] = stats.spearmanr(mix, th[k]).statistic
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Figures and the widget function
+# --------------------------------------------------------------------------------------------
+
+METHOD_COLOURS: dict[str, str] = {
+    "ECC": PALETTE["accent"],
+    "Emb-only": PALETTE["CR2"],
+    "Comp-only": PALETTE["iid"],
+    "global BT": PALETTE["neutral"],
+}
+"""One colour per method in every ECC figure."""
+
+
+def ecc_plot_gains(table: pd.DataFrame, *, ax: Axes | None = None, title: str = "") -> Axes:
+    """Grouped bars of the ranking gain (%) per inference mode and method, with 95% intervals.
+
+    Parameters
+    ----------
+    table : DataFrame
+        ``ECCEvaluation.table`` (rows with ``mode == "none"`` are skipped).
+    ax : matplotlib Axes, optional
+    title : str
+
+    Returns
+    -------
+    matplotlib Axes
+    """
+    import matplotlib.pyplot as plt
+
+    t = table[table["mode"] != "none"]
+    if t.empty:
+        raise ValueError("the table has no method evaluated in an inference mode")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.0, 3.6))
+    modes = [m for m in MODES if m in set(t["mode"])]
+    methods = list(dict.fromkeys(t["method"]))
+    width = 0.8 / len(methods)
+    for i, name in enumerate(methods):
+        sub = t[t["method"] == name].set_index("mode").reindex(modes)
+        x = np.arange(len(modes)) + (i - (len(methods) - 1) / 2) * width
+        err = np.vstack([sub["gain"] - sub["ci_low"], sub["ci_high"] - sub["gain"]])
+        ax.bar(x, sub["gain"], width, yerr=err, capsize=3, label=name,
+               color=METHOD_COLOURS.get(name, PALETTE["neutral"]))
+    ax.axhline(0.0, color=PALETTE["truth"], lw=0.8)
+    ax.set_xticks(np.arange(len(modes)), [{"emb": "Emb", "probe": "Probe", "emb+probe": "Emb+Probe"}[m]
+                                          for m in modes])
+    ax.set_xlabel("inference mode for a new query")
+    ax.set_ylabel("ranking gain vs global BT (%)")
+    ax.legend(loc="best")
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def ecc_explore(train_pairs: pd.DataFrame, test_pairs: pd.DataFrame, embeddings: pd.DataFrame, *,
+                lam: float = 3.0, T: float = 0.1, K: int = 30, per_query: int = 7, seed: int = 0,
+                max_iter: int = 30, ax: Axes | None = None) -> pd.DataFrame:
+    """Fit ECC with the given settings and plot its held-out gains (the notebook's widget function).
+
+    Keeps ``per_query`` comparisons per training query (:func:`bt_pairs_sample`), fits global BT
+    and ECC (:func:`ecc_fit`, at most ``max_iter`` iterations), evaluates both on ``test_pairs``
+    (:func:`ecc_evaluate`) and draws :func:`ecc_plot_gains`. Sized for interactive use: on about
+    650 training queries and 58 models one call takes about a second.
+
+    Parameters
+    ----------
+    train_pairs, test_pairs : DataFrame
+        ``item, winner, loser`` of the training and test queries.
+    embeddings : DataFrame
+        Unit embeddings of both, indexed by item id.
+    lam, T, K, per_query, seed, max_iter
+        As for :func:`ecc_fit` and :func:`bt_pairs_sample`.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    DataFrame
+        The evaluation table (global BT and ECC in each mode).
+    """
+    models = np.unique(np.concatenate([train_pairs["winner"].astype(str), train_pairs["loser"].astype(str),
+                                       test_pairs["winner"].astype(str), test_pairs["loser"].astype(str)]))
+    train = bt_pairs_sample(train_pairs, per_query, seed=seed)
+    n_q = train["item"].nunique()
+    glob = ecc_fit(train, embeddings, K=1, models=models)
+    fit = ecc_fit(train, embeddings, K=min(K, n_q), lam=lam, T=T, seed=seed, max_iter=max_iter, models=models)
+    ev = ecc_evaluate({"global BT": glob, "ECC": fit}, test_pairs, embeddings, seed=seed)
+    ecc_plot_gains(ev.table, ax=ax, title=f"ECC, lambda = {lam:g}, T = {T:g}, K = {K}, {per_query} comparisons/query")
+    return ev.table
