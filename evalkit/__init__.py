@@ -50,6 +50,7 @@ from .ecc import (
     ECCEvaluation,
     ECCFit,
     ECCSimulation,
+    ECCStudy,
     ecc_cluster_agreement,
     ecc_embed_texts,
     ecc_embeddings_build,
@@ -63,6 +64,7 @@ from .ecc import (
     ecc_profile_recovery,
     ecc_scores,
     ecc_simulate,
+    ecc_study,
 )
 from .irt import (
     IRTFit,
@@ -217,6 +219,8 @@ __all__ = [
     "ecc_profile_recovery",
     "ecc_plot_gains",
     "ecc_explore",
+    "ecc_study",
+    "ECCStudy",
     "METHOD_COLOURS",
     # reproduction report
     "ReproTable",

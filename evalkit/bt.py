@@ -237,7 +237,7 @@ def bt_encode(winner: npt.ArrayLike, loser: npt.ArrayLike,
     if w.size == 0:
         raise ValueError("no comparisons: winner and loser are empty")
     if models is None:
-        mods = np.unique(np.concatenate([w, lo]))
+        mods = np.sort(pd.unique(np.concatenate([w, lo])))  # hashing, then sort the few uniques
     else:
         mods = np.asarray(models)
         if mods.ndim != 1 or mods.size < 2:

@@ -68,6 +68,8 @@ __all__ = [
     "ecc_profile_recovery",
     "ecc_plot_gains",
     "ecc_explore",
+    "ecc_study",
+    "ECCStudy",
     "METHOD_COLOURS",
 ]
 
@@ -335,6 +337,10 @@ class ECCFit:
         """``(Q,)`` the most responsible cluster of each training query."""
         return np.asarray(self.resp.argmax(axis=1))
 
+    def index_models(self, ids: npt.ArrayLike) -> np.ndarray:
+        """Positions of model ids in :attr:`models` (the columns of ``theta``); unknown ids raise."""
+        return _model_index(self, ids)
+
 
 @dataclass(frozen=True)
 class _Comparisons:
@@ -346,22 +352,21 @@ class _Comparisons:
     n_queries: int
     n_models: int
 
-    def by_query(self) -> sp.csr_matrix:
-        """``(Q, C)`` 0/1 incidence: comparison ``c`` belongs to query ``q``."""
-        C = self.q.size
-        return sp.csr_matrix((np.ones(C), (self.q, np.arange(C))), shape=(self.n_queries, C))
-
-    def by_pair(self) -> sp.csr_matrix:
-        """``(M*M, C)`` 0/1 incidence: comparison ``c`` is ``w beats lo``."""
-        C = self.q.size
+    def by_query_pair(self) -> sp.csr_matrix:
+        """``(Q, M*M)`` counts: how many times query ``q`` has the comparison ``w beats lo``."""
         M = self.n_models
-        return sp.csr_matrix((np.ones(C), (self.w * M + self.lo, np.arange(C))), shape=(M * M, C))
+        return sp.csr_matrix((np.ones(self.q.size), (self.q, self.w * M + self.lo)),
+                             shape=(self.n_queries, M * M))
 
 
-def _comp_loss(theta: np.ndarray, comps: _Comparisons, by_query: sp.csr_matrix) -> np.ndarray:
-    """``(Q, K)`` BT negative log-likelihood of each query's comparisons under each profile."""
-    per_comp = -log_expit(theta[:, comps.w] - theta[:, comps.lo])  # (K, C)
-    return np.asarray(by_query @ per_comp.T)
+def _comp_loss(theta: np.ndarray, by_query_pair: sp.csr_matrix) -> np.ndarray:
+    """``(Q, K)`` BT negative log-likelihood of each query's comparisons under each profile.
+
+    The loss of every ordered pair ``(w, l)`` is computed once per profile (``K x M^2``) and summed
+    over each query's comparisons by a sparse product, so the cost hardly grows with ``C``.
+    """
+    per_pair = -log_expit(theta[:, :, None] - theta[:, None, :]).reshape(theta.shape[0], -1)  # (K, M*M)
+    return np.asarray(by_query_pair @ per_pair.T)
 
 
 def _softmax_rows(Z: np.ndarray) -> np.ndarray:
@@ -401,8 +406,8 @@ def _prepare(pairs: pd.DataFrame, embeddings: pd.DataFrame,
         raise TypeError("embeddings must be a DataFrame indexed by item id (see ecc_embeddings_load)")
     iw, il, mods = bt_encode(pairs["winner"].astype(str), pairs["loser"].astype(str),
                              None if models is None else np.asarray(models).astype(str))
-    item = pairs["item"].astype(str).to_numpy()
-    items, q = np.unique(item, return_inverse=True)
+    codes, uniques = pd.factorize(pairs["item"].astype(str), sort=True)
+    items, q = np.asarray(uniques, dtype=str), codes
     emb_index = embeddings.index.astype(str)
     pos = pd.Index(emb_index).get_indexer(pd.Index(items))
     if (pos < 0).any():
@@ -501,7 +506,8 @@ def ecc_fit(pairs: pd.DataFrame, embeddings: pd.DataFrame, *, K: int = 30, lam: 
     K = int(K)
     lam_used = 0.0 if signals == "comp" else float(lam)
     rng = as_rng(seed)
-    by_query, by_pair = comps.by_query(), comps.by_pair()
+    by_query_pair = comps.by_query_pair()
+    by_pair = sp.csr_matrix(by_query_pair.T)  # (M*M, Q): W_k = by_pair @ r[:, k]
 
     r = np.zeros((Q, K))
     if K == 1:
@@ -522,11 +528,11 @@ def ecc_fit(pairs: pd.DataFrame, embeddings: pd.DataFrame, *, K: int = 30, lam: 
         # (i) system parameters given the responsibilities
         new_centres = _normalize_rows(r.T @ X)
         if signals != "emb":  # Emb-only: the profiles do not act on the responsibilities
-            W = np.asarray(by_pair @ r[comps.q]).T.reshape(K, M, M)
+            W = np.asarray(by_pair @ r).T.reshape(K, M, M)
             theta, _, _ = _newton(W, theta, float(ridge), tol=1e-8, max_iter=_INNER_NEWTON)
         # (ii) responsibilities given the system parameters
         L_emb = -lam_used * (X @ new_centres.T)
-        L_comp = _comp_loss(theta, comps, by_query)
+        L_comp = _comp_loss(theta, by_query_pair)
         L = L_emb if signals == "emb" else L_comp + L_emb
         r_new = np.ones((Q, 1)) if K == 1 else _softmax_rows(-L / T)
         obj = float(np.sum(r_new * L) + T * _entropy_term(r_new))
@@ -543,7 +549,7 @@ def ecc_fit(pairs: pd.DataFrame, embeddings: pd.DataFrame, *, K: int = 30, lam: 
             converged = True
             break
     # a last half-step (i): centres and profiles under the final responsibilities
-    W = np.asarray(by_pair @ r[comps.q]).T.reshape(K, M, M)
+    W = np.asarray(by_pair @ r).T.reshape(K, M, M)
     theta, _, _ = _newton(W, theta, float(ridge), tol=1e-8, max_iter=50)
     centres = _normalize_rows(r.T @ X)
     return ECCFit(mods, theta, centres, items, r, K, lam_used, float(T), float(ridge), signals,
@@ -1117,3 +1123,96 @@ def ecc_explore(train_pairs: pd.DataFrame, test_pairs: pd.DataFrame, embeddings:
     ev = ecc_evaluate({"global BT": glob, "ECC": fit}, test_pairs, embeddings, seed=seed)
     ecc_plot_gains(ev.table, ax=ax, title=f"ECC, lambda = {lam:g}, T = {T:g}, K = {K}, {per_query} comparisons/query")
     return ev.table
+
+
+# --------------------------------------------------------------------------------------------
+# One call for a study: split, sample, fit ECC and the baselines, evaluate
+# --------------------------------------------------------------------------------------------
+
+_METHOD_SIGNALS: dict[str, Signals] = {"ECC": "both", "Emb-only": "emb", "Comp-only": "comp"}
+
+
+@dataclass(frozen=True)
+class ECCStudy:
+    """The fits and held-out evaluation of one study (see :func:`ecc_study`).
+
+    Attributes
+    ----------
+    fits : dict
+        ``"global BT"`` and each requested method -> :class:`ECCFit`.
+    evaluation : ECCEvaluation
+    train, test : DataFrame
+        The training comparisons (``per_query`` per query) and the test comparisons used.
+    """
+
+    fits: dict[str, ECCFit]
+    evaluation: ECCEvaluation
+    train: pd.DataFrame
+    test: pd.DataFrame
+
+
+def ecc_study(pairs: pd.DataFrame, embeddings: pd.DataFrame, *, train_items: npt.ArrayLike | None = None,
+              test_items: npt.ArrayLike | None = None, test_fraction: float = 0.2, per_query: int = 7,
+              test_per_query: int | None = 50, methods: Sequence[str] = ("ECC", "Emb-only", "Comp-only"),
+              quality: pd.DataFrame | None = None, seed: int = 0, T_infer: float | None = None, K: int = 30,
+              lam: float = 3.0, T: float = 0.1, ridge: float = 1.0, max_iter: int = 100) -> ECCStudy:
+    """Split queries, fit global BT, ECC and its baselines, and evaluate them on held-out queries.
+
+    Parameters
+    ----------
+    pairs : DataFrame
+        All comparisons (``item, winner, loser``), e.g. :func:`evalkit.bt_pairs_from_matrix` or
+        :func:`evalkit.alpaca_pairs`.
+    embeddings : DataFrame
+        Unit embeddings indexed by item id.
+    train_items, test_items : arrays of item ids, optional
+        The split (for out-of-distribution transfer, train on one group and test on another).
+        Default: a random ``test_fraction`` of the queries is held out (seeded).
+    test_fraction : float
+    per_query : int
+        Comparisons kept per training query (7 in the paper).
+    test_per_query : int or None
+        At most this many comparisons per test query (one becomes the probe); None keeps all.
+    methods : sequence of {"ECC", "Emb-only", "Comp-only"}
+    quality : DataFrame, optional
+        Items x models, for routing (see :func:`ecc_evaluate`).
+    seed : int
+        Seeds the split, the sampling, the fits and the probes.
+    T_infer : float, optional
+        Inference temperature (see :func:`ecc_infer`).
+    K, lam, T, ridge, max_iter
+        As for :func:`ecc_fit` (the global fit uses ``K = 1`` and the same ridge).
+
+    Returns
+    -------
+    ECCStudy
+    """
+    unknown = sorted(set(methods) - set(_METHOD_SIGNALS))
+    if unknown:
+        raise ValueError(f"unknown methods {unknown}; choose among {list(_METHOD_SIGNALS)}")
+    item = pairs["item"].astype(str)
+    rng = as_rng(seed)
+    if train_items is None and test_items is None:
+        if not 0 < test_fraction < 1:
+            raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
+        all_items = np.unique(item.to_numpy())
+        test_set = set(rng.choice(all_items, size=max(1, int(round(test_fraction * all_items.size))), replace=False))
+        is_test = item.isin(test_set).to_numpy()
+        is_train = ~is_test
+    else:
+        if train_items is None or test_items is None:
+            raise ValueError("give both train_items and test_items, or neither")
+        tr = set(np.asarray(train_items).astype(str))
+        te = set(np.asarray(test_items).astype(str))
+        if tr & te:
+            raise ValueError(f"{len(tr & te)} items are both training and test items")
+        is_train, is_test = item.isin(tr).to_numpy(), item.isin(te).to_numpy()
+    models = np.unique(np.concatenate([pairs["winner"].astype(str), pairs["loser"].astype(str)]))
+    train = bt_pairs_sample(pairs[is_train], per_query, seed=rng)
+    test = pairs[is_test] if test_per_query is None else bt_pairs_sample(pairs[is_test], test_per_query, seed=rng)
+    fits = {"global BT": ecc_fit(train, embeddings, K=1, ridge=ridge, models=models)}
+    for name in methods:
+        fits[name] = ecc_fit(train, embeddings, K=K, lam=lam, T=T, ridge=ridge, signals=_METHOD_SIGNALS[name],
+                             models=models, seed=seed, max_iter=max_iter)
+    ev = ecc_evaluate(fits, test, embeddings, seed=seed, quality=quality, T_infer=T_infer)
+    return ECCStudy(fits, ev, train, test)
