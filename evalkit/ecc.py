@@ -628,6 +628,16 @@ def ecc_infer(fit: ECCFit, embeddings: pd.DataFrame, *, mode: Mode = "emb+probe"
     ValueError
         Unknown mode, an embedding of the wrong dimension, a query without a probe (probe
         modes), a probe naming an unknown model or an item not being inferred.
+
+    Examples
+    --------
+    >>> sim = ecc_simulate(n_queries=300, n_models=6, K=3, seed=0)
+    >>> fit = ecc_fit(sim.pairs, sim.embeddings, K=3, seed=0)
+    >>> new = sim.embeddings.iloc[:2]
+    >>> probes = sim.pairs[sim.pairs["item"].isin(new.index)].groupby("item").head(1)
+    >>> r = ecc_infer(fit, new, mode="emb+probe", probes=probes)
+    >>> r.shape, bool(np.allclose(r.sum(axis=1), 1.0))
+    ((2, 3), True)
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
@@ -807,6 +817,18 @@ def ecc_evaluate(fits: Mapping[str, ECCFit] | Sequence[ECCFit], test_pairs: pd.D
     ValueError
         No or several global fits, fits on different models, duplicate names, a test item without
         embedding, an unknown model in ``test_pairs``, or no test query with two comparisons.
+
+    Examples
+    --------
+    >>> sim = ecc_simulate(n_queries=600, n_models=6, K=3, seed=1)
+    >>> train = sim.pairs[sim.pairs["item"] < "q00500"]
+    >>> test = sim.pairs[sim.pairs["item"] >= "q00500"]
+    >>> fits = [ecc_fit(train, sim.embeddings, K=1), ecc_fit(train, sim.embeddings, K=3, T=1.0, seed=0)]
+    >>> ev = ecc_evaluate(fits, test, sim.embeddings, seed=0)
+    >>> ev.table[["method", "mode"]].values.tolist()
+    [['global BT', 'none'], ['ECC', 'emb'], ['ECC', 'probe'], ['ECC', 'emb+probe']]
+    >>> bool(ev.gain("ECC", "emb+probe").estimate > 0)
+    True
     """
     check_alpha(alpha)
     named = dict(fits) if isinstance(fits, Mapping) else {}
@@ -1186,6 +1208,13 @@ def ecc_study(pairs: pd.DataFrame, embeddings: pd.DataFrame, *, train_items: npt
     Returns
     -------
     ECCStudy
+
+    Examples
+    --------
+    >>> sim = ecc_simulate(n_queries=500, n_models=6, K=3, n_topics=2, seed=2)
+    >>> study = ecc_study(sim.pairs, sim.embeddings, K=3, T=1.0, seed=0)
+    >>> sorted(study.fits)
+    ['Comp-only', 'ECC', 'Emb-only', 'global BT']
     """
     unknown = sorted(set(methods) - set(_METHOD_SIGNALS))
     if unknown:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import math
 
 import numpy as np
@@ -181,3 +182,10 @@ def test_pairs_sample_keeps_at_most_k_per_item_and_is_seeded():
     assert (counts == np.minimum(full.loc[counts.index], 7)).all()
     with pytest.raises(ValueError, match="per_item"):
         ek.bt_pairs_sample(pairs, 0, seed=1)
+
+
+def test_docstring_examples_run():
+    import evalkit.bt
+
+    result = doctest.testmod(evalkit.bt, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import hashlib
 import pathlib
 
@@ -323,3 +324,10 @@ def test_explore_draws_and_returns_the_table(sim, split):
     assert set(table["mode"]) == {"none", "emb", "probe", "emb+probe"}
     assert len(ax.patches) == 3
     plt.close(fig)
+
+
+def test_docstring_examples_run():
+    import evalkit.ecc
+
+    result = doctest.testmod(evalkit.ecc, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
