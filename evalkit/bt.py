@@ -286,8 +286,12 @@ def bt_fit(winner: npt.ArrayLike, loser: npt.ArrayLike, *, models: npt.ArrayLike
     win counts once, then each Newton step solves an ``M x M`` system (with a backtracking line
     search), so the cost hardly depends on the number of comparisons [ECC].
 
-    ``ridge`` is exactly choix's ``opt_pairwise(alpha=ridge / 2)`` (choix penalises
-    ``alpha * sum(theta**2)``); it is honoured as given, never replaced by a default.
+    ``ridge`` is exactly choix's ``opt_pairwise(alpha=ridge / 2)``: choix's code adds
+    ``alpha * sum(theta**2)`` to the negative log-likelihood (a Gaussian prior of variance
+    ``1 / (2 alpha)``, although its documentation speaks of variance ``1 / alpha``). choix's
+    ``ilsr_pairwise(alpha)`` is a different regulariser (``alpha`` is added to every transition
+    rate of the LSR Markov chain) that matches no ridge; it agrees with ``ridge=0`` at ``alpha=0``.
+    ``ridge`` is honoured as given, never replaced by a default.
 
     Parameters
     ----------
