@@ -175,7 +175,9 @@ def report_build(long_df: pd.DataFrame, *, cluster: str = "cluster", se: str = "
             ymiss = np.where(ok, y, np.nan)
             rows = []
             if binary:
-                lo, hi = missing_bounds(ymiss, clus, se=se, alpha=alpha)  # type: ignore[arg-type]
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", EvalkitWarning)  # said once above for this model
+                    lo, hi = missing_bounds(ymiss, clus, se=se, alpha=alpha)  # type: ignore[arg-type]
                 rows += [("missing as wrong", lo), ("missing as right", hi)]
                 rows.append(("complete case", cr))
                 answered = pd.Series(ok).groupby(clus).any()
