@@ -76,7 +76,7 @@ from .missing import (
 )
 from .montecarlo import mc_coverage_clustered, mc_run, mc_summarise, mc_tolerance
 from .plots import PALETTE, plot_coverage, plot_intervals, plot_mc_errors, plot_style
-from .reproduce import ReproTable, repro_report_write
+from .reproduce import PAPERS, ReproTable, repro_report_write
 from .simulate import (
     MECHANISMS,
     simulate_2pl,
@@ -170,6 +170,7 @@ __all__ = [
     "irt_rank_compare",
     "irt_group_easiness",
     # reproduction report
+    "PAPERS",
     "ReproTable",
     "repro_report_write",
     # plots and widgets
