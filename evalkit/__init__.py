@@ -82,7 +82,7 @@ from .missing import (
 from .montecarlo import mc_coverage_clustered, mc_run, mc_summarise, mc_tolerance
 from .plots import PALETTE, plot_coverage, plot_intervals, plot_mc_errors, plot_style
 from .report import Report, report_build, report_write
-from .reproduce import ReproTable, repro_report_write
+from .reproduce import PAPERS, ReproTable, repro_report_write
 from .simulate import (
     MECHANISMS,
     SIZE_DESIGNS,
@@ -182,6 +182,7 @@ __all__ = [
     "irt_rank_compare",
     "irt_group_easiness",
     # reproduction report
+    "PAPERS",
     "ReproTable",
     "repro_report_write",
     # plots and widgets
