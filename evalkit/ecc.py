@@ -204,7 +204,7 @@ def ecc_embed_texts(
 def ecc_embeddings_build(name: str, dim: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Embed a dataset's item texts (the computation behind ``data/embeddings/<name>.npz``).
 
-    Reads the texts through :func:`evalkit.dataset_items` (the columns :data:`ECC_TEXT_FIELDS`,
+    Reads the texts through the data registry (the columns :data:`ECC_TEXT_FIELDS`,
     joined with a space; MMLU-Pro's options are included with the question) and embeds them
     with :func:`ecc_embed_texts` (``min_df=2, max_df=0.5``).
 
@@ -221,11 +221,14 @@ def ecc_embeddings_build(name: str, dim: int = 64) -> tuple[np.ndarray, np.ndarr
         Unit rows.
     singular_values : (dim,) float64 array
     """
-    from .datasets import dataset_items
+    from . import datasets
 
     if name not in ECC_TEXT_FIELDS:
         raise ValueError(f"no text fields known for {name!r}; embeddable datasets: {sorted(ECC_TEXT_FIELDS)}")
-    items = dataset_items(name)
+    # the registry's reader of item texts: dataset_texts where the registry separates texts from
+    # the numeric tables, dataset_items where the items table still holds them
+    reader = getattr(datasets, "dataset_texts", None) or datasets.dataset_items
+    items = reader(name)
     text = items[list(ECC_TEXT_FIELDS[name])].fillna("").astype(str).agg(" ".join, axis=1)
     X, s = ecc_embed_texts(text.tolist(), dim)
     return items["item"].to_numpy(dtype=str), X, s
