@@ -80,6 +80,16 @@ from .missing import (
     weights_compute,
 )
 from .montecarlo import mc_coverage_clustered, mc_run, mc_summarise, mc_tolerance
+from .planning import (
+    PlanVariance,
+    plan_mdd,
+    plan_power,
+    plan_resample_gain,
+    plan_sample_size,
+    plan_se,
+    plan_variance,
+    plan_zero_failures,
+)
 from .plots import PALETTE, plot_coverage, plot_intervals, plot_mc_errors, plot_style
 from .report import Report, report_build, report_write
 from .reproduce import PAPERS, ReproTable, repro_report_write
@@ -92,6 +102,7 @@ from .simulate import (
     simulate_clustered,
     simulate_icc_observed,
     simulate_missing,
+    simulate_paired,
 )
 from .types import as_rng
 from .widgets import widget_choice, widget_live, widget_slider
@@ -204,6 +215,16 @@ __all__ = [
     "Report",
     "report_build",
     "report_write",
+    # planning.py: power and sample size
+    "PlanVariance",
+    "plan_variance",
+    "plan_se",
+    "plan_power",
+    "plan_mdd",
+    "plan_sample_size",
+    "plan_resample_gain",
+    "plan_zero_failures",
+    "simulate_paired",
 ]
 
 __version__ = "0.1.0"
