@@ -84,6 +84,7 @@ from .planning import (
     PlanVariance,
     plan_mdd,
     plan_power,
+    plan_power_plot,
     plan_resample_gain,
     plan_sample_size,
     plan_se,
@@ -224,6 +225,7 @@ __all__ = [
     "plan_sample_size",
     "plan_resample_gain",
     "plan_zero_failures",
+    "plan_power_plot",
     "simulate_paired",
 ]
 

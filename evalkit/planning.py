@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -50,6 +51,7 @@ __all__ = [
     "plan_sample_size",
     "plan_resample_gain",
     "plan_zero_failures",
+    "plan_power_plot",
 ]
 
 
@@ -96,14 +98,14 @@ class PlanVariance:
         if np.isnan(self.var_total_k1):
             object.__setattr__(self, "var_total_k1", self.var_between + self.var_within)
 
-    def icc_at(self, k: int = 1) -> float:
+    def icc_at(self, k: float = 1) -> float:
         """ICC of a question's score averaged over ``k`` answers."""
         return float(self.icc * self.var_total_k1 / self.per_question(k)) if self.icc else 0.0
 
-    def per_question(self, k: int = 1) -> float:
-        """Variance of one question's score averaged over ``k`` answers."""
-        if k < 1 or int(k) != k:
-            raise ValueError(f"k (answers per question) must be a positive integer, got {k}")
+    def per_question(self, k: float = 1) -> float:
+        """Variance of one question's score averaged over ``k`` answers (``math.inf``: no sampling noise)."""
+        if not (k == math.inf or (k >= 1 and int(k) == k)):
+            raise ValueError(f"k (answers per question) must be a positive integer or math.inf, got {k}")
         if k == 1 and not np.isnan(self.var_total_k1):
             return float(self.var_total_k1)
         if np.isnan(self.var_within):
@@ -170,7 +172,10 @@ def plan_power(delta: float, se: float, *, df: float = math.inf, alpha: float = 
         z = stats.norm.ppf(1 - alpha / 2)
         return float(stats.norm.sf(z - nc) + stats.norm.cdf(-z - nc))
     t = stats.t.ppf(1 - alpha / 2, df)
-    return float(stats.nct.sf(t, df, nc) + stats.nct.cdf(-t, df, nc))
+    power = float(stats.nct.sf(t, df, nc) + stats.nct.cdf(-t, df, nc))
+    if not math.isfinite(power):  # scipy's nct fails far in the tail, where the power is 0 or 1 anyway
+        power = float(stats.norm.sf(t - abs(nc)))
+    return min(max(power, 0.0), 1.0)
 
 
 def plan_mdd(se: float, *, df: float = math.inf, alpha: float = 0.05, power: float = 0.8) -> float:
@@ -189,7 +194,9 @@ def plan_mdd(se: float, *, df: float = math.inf, alpha: float = 0.05, power: flo
         raise ValueError(f"power must be in (0, 1), got {power}")
     if math.isinf(df):
         return float((stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) * se)
-    hi = (stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df) + 1.0) * se * 4
+    hi = (stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df)) * se
+    while plan_power(hi, se, df=df, alpha=alpha) < power:
+        hi *= 2
     return float(optimize.brentq(lambda d: plan_power(d, se, df=df, alpha=alpha) - power, 0.0, hi, xtol=1e-12 * se))
 
 
@@ -237,13 +244,13 @@ def plan_sample_size(delta: float, var: PlanVariance, *, k: int = 1, cluster_siz
     return {"n_questions": float(m * cluster_size), "n_clusters": float(m), "power": achieved(m), "deff": deff}
 
 
-def plan_resample_gain(var: PlanVariance, k: int) -> float:
+def plan_resample_gain(var: PlanVariance, k: float) -> float:
     """How many questions one question answered ``k`` times is worth.
 
     The ratio ``per_question(1) / per_question(k)``: answering ``n`` questions ``k`` times each is
     as precise as ``n * gain`` questions answered once. Its limit for ``k -> inf``,
-    ``1 + var_within / var_between``, is what scoring with the probability of the right answer
-    (instead of one 0/1 draw) buys.
+    ``1 + var_within / var_between`` (pass ``k=math.inf``), is what scoring with the probability
+    of the right answer (instead of one sampled 0/1 answer) buys.
 
     Examples
     --------
@@ -377,3 +384,46 @@ def plan_variance(long_df: pd.DataFrame, models: str | Sequence[str] | None = No
     total_k1 = var_between + var_within
     return PlanVariance(var_between, var_within, var_cluster / total_k1 if total_k1 > 0 else 0.0, total_k1,
                         len(score), kind)
+
+
+def plan_power_plot(*, delta: float = 0.03, var_between: float = 0.15, var_within: float = 0.08, icc: float = 0.05,
+                    cluster_size: int = 20, k: int = 1, power: float = 0.8, alpha: float = 0.05,
+                    n_max: int = 20000, ax: Any = None) -> Any:
+    """Power against the number of questions, with and without clustering, one vs ``k`` answers.
+
+    The pure function behind notebook 01's widget: four curves (unclustered/clustered x 1/``k``
+    answers per question) for a paired comparison with the given variance components, the
+    target ``power`` as a line, and the number of questions each design needs in the legend.
+    Closed forms only, so one redraw takes milliseconds.
+
+    Returns
+    -------
+    matplotlib Axes
+    """
+    from matplotlib.figure import Figure
+
+    from .plots import PALETTE
+
+    if ax is None:
+        ax = Figure(figsize=(8, 4.5)).subplots()
+    var = PlanVariance(var_between=var_between, var_within=var_within, icc=icc)
+    ns = np.unique(np.geomspace(max(2 * cluster_size, 20), n_max, 120).astype(int))
+    designs = [("1 answer, no clusters", 1, None, PALETTE["iid"], "--"),
+               ("1 answer, clusters", 1, cluster_size, PALETTE["iid"], "-"),
+               (f"{k} answers, no clusters", k, None, PALETTE["cluster"], "--"),
+               (f"{k} answers, clusters", k, cluster_size, PALETTE["cluster"], "-")]
+    for label, kk, m, colour, style in designs:
+        if kk == k and k == 1 and label.startswith(f"{k} answers"):
+            continue  # identical to the 1-answer curves
+        pw = [plan_power(delta, plan_se(var, n, k=kk, cluster_size=m),
+                         df=(n / m - 1) if m else math.inf, alpha=alpha) for n in ns]
+        need = plan_sample_size(delta, var, k=kk, cluster_size=m, alpha=alpha, power=power)["n_questions"]
+        ax.plot(ns, pw, ls=style, color=colour, lw=2, label=f"{label}: n = {need:,.0f}")
+    ax.axhline(power, color=PALETTE["truth"], lw=1, ls=":")
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("number of questions (log scale)")
+    ax.set_ylabel(f"power to detect {100 * delta:.1f} points")
+    ax.set_title(f"Paired comparison, ICC {icc:.2f}, clusters of {cluster_size}")
+    ax.legend(loc="lower right", fontsize=9)
+    return ax

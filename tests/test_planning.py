@@ -183,3 +183,11 @@ def test_bad_input() -> None:
         ek.plan_variance(sim)
     with pytest.raises(ValueError, match="one cluster"):
         ek.plan_variance(sim.assign(cluster="c"), ["A", "B"])
+
+
+def test_power_plot_draws_four_designs() -> None:
+    ax = ek.plan_power_plot(delta=0.03, k=4)
+    labels = [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")]
+    assert len(labels) == 4 and all("n = " in lab for lab in labels)
+    one = ek.plan_power_plot(k=1)
+    assert len([ln for ln in one.get_lines() if not ln.get_label().startswith("_")]) == 2
