@@ -23,7 +23,7 @@ from evalkit.clustered import (
     paired_estimate,
 )
 from evalkit.montecarlo import mc_run, mc_summarise, mc_tolerance
-from evalkit.simulate import simulate_clustered
+from evalkit.simulate import simulate_cluster_sizes, simulate_clustered
 
 
 @pytest.fixture
@@ -446,3 +446,27 @@ def test_docstring_examples_run():
     for m in (mod, sim):
         res = doctest.testmod(m, extraglobs={"np": np}, optionflags=doctest.NORMALIZE_WHITESPACE)
         assert res.failed == 0 and res.attempted > 0
+
+
+def test_simulate_clustered_size_designs():
+    dom = simulate_cluster_sizes(20, 20, sizes="dominant")
+    assert dom.sum() == 400 and dom[0] == 320 and dom[1:].min() >= 4 and dom.size == 20
+    assert simulate_cluster_sizes(4, 10, sizes="dominant", dominant_share=0.5).tolist() == [20, 7, 7, 6]
+    d = simulate_clustered(n_clusters=20, cluster_size=20, mean=0.6, icc=0.1, sizes="dominant", rng=1)
+    assert d.groupby("cluster").size().max() == 320 and d.attrs["sizes"] == dom.tolist()
+    e = simulate_clustered(mean=0.6, icc=0.1, sizes=np.array([5, 1, 9]), rng=1)
+    assert d.shape[1] == e.shape[1] and len(e) == 15 and e.attrs["sizes"] == [5, 1, 9]
+    # the same generator gives the same outcomes whether the sizes are named or explicit
+    b1 = simulate_clustered(n_clusters=6, cluster_size=5, mean=0.6, icc=0.1, rng=3)
+    b2 = simulate_clustered(mean=0.6, icc=0.1, sizes=np.full(6, 5), rng=3)
+    assert (b1["correct"].to_numpy() == b2["correct"].to_numpy()).all()
+    with pytest.raises(ValueError, match="leaves"):
+        simulate_cluster_sizes(20, 2, sizes="dominant", dominant_share=0.99)
+    with pytest.raises(ValueError, match="positive integers"):
+        simulate_clustered(mean=0.6, icc=0.1, sizes=np.array([3, 0]), rng=1)
+    with pytest.raises(ValueError, match="disagrees"):
+        simulate_clustered(cluster_size=4, mean=0.6, icc=0.1, sizes=np.array([3, 6]), rng=1)
+    with pytest.raises(ValueError, match="needs n_clusters"):
+        simulate_clustered(mean=0.6, icc=0.1, sizes="balanced", rng=1)
+    with pytest.raises(ValueError, match="pass rng"):
+        simulate_cluster_sizes(5, 5, sizes="skewed")
