@@ -145,6 +145,8 @@ def interval_wilson(p: float, n_eff: float, *, df: float = math.inf, alpha: floa
     >>> lo, hi = interval_wilson(1.0, 30)
     >>> round(lo, 3), hi
     (0.886, 1.0)
+
+    Notebook: ``00-why-the-average-lies``.
     """
     check_alpha(alpha)
     if not 0.0 <= p <= 1.0:
