@@ -59,6 +59,7 @@ from .irt import (
     irt_rank_compare,
     irt_se,
 )
+from .logs import LogFormatError, log_read, log_read_inspect, log_read_lm_eval, log_read_table
 from .missing import (
     MissingDetails,
     PropensityFit,
@@ -80,7 +81,8 @@ from .missing import (
 )
 from .montecarlo import mc_coverage_clustered, mc_run, mc_summarise, mc_tolerance
 from .plots import PALETTE, plot_coverage, plot_intervals, plot_mc_errors, plot_style
-from .reproduce import ReproTable, repro_report_write
+from .report import Report, report_build, report_write
+from .reproduce import PAPERS, ReproTable, repro_report_write
 from .simulate import (
     MECHANISMS,
     SIZE_DESIGNS,
@@ -180,6 +182,7 @@ __all__ = [
     "irt_rank_compare",
     "irt_group_easiness",
     # reproduction report
+    "PAPERS",
     "ReproTable",
     "repro_report_write",
     # plots and widgets
@@ -191,6 +194,16 @@ __all__ = [
     "widget_live",
     "widget_slider",
     "widget_choice",
+    # logs.py: importers of eval logs
+    "LogFormatError",
+    "log_read",
+    "log_read_inspect",
+    "log_read_lm_eval",
+    "log_read_table",
+    # report.py: `evalkit report`
+    "Report",
+    "report_build",
+    "report_write",
 ]
 
 __version__ = "0.1.0"
