@@ -468,7 +468,8 @@ def mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None = None, *,
     -----
     EvalkitWarning
         Fewer than 5 clusters, an effective number of clusters under 10, a cluster with more than
-        half the weight, or a ``t`` interval of width 0 at the boundary.
+        half the weight, or (binary outcomes) a ``t`` interval of width 0 at the boundary or one
+        that leaves ``[0, 1]``.
 
     Examples
     --------
@@ -569,6 +570,10 @@ def _mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None, weights: np
         if binary and s == 0.0:
             warn(f"every outcome is {int(theta)}: the t interval collapses to [{theta:g}, {theta:g}] with se 0; "
                  "use interval='wilson' for a boundary-aware interval", stacklevel=stacklevel)
+        elif binary and (lo < 0.0 or hi > 1.0):
+            warn(f"the t interval [{lo:.3g}, {hi:.3g}] for the accuracy {theta:.3g} leaves [0, 1] (an accuracy "
+                 "near 0 or 1, or very few degrees of freedom); interval='wilson' stays inside [0, 1]",
+                 stacklevel=stacklevel)
     return Estimate(theta, s, lo, hi, dof, method, n, M, g_eff)
 
 

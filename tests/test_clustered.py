@@ -302,7 +302,8 @@ def test_issue_case_one_cluster_holding_almost_everything_warns():
                                             r"carries 99\.6% of the weight\)"):
         est = mean_estimate(y, g, se="CR1")
     assert est.n_clusters == 7 and est.n_clusters_effective == pytest.approx(1.0, abs=1e-4)
-    with pytest.warns(EvalkitWarning, match="effective number"):
+    with pytest.warns(EvalkitWarning, match="effective number"), \
+            pytest.warns(EvalkitWarning, match=r"leaves \[0, 1\] .* very few degrees of freedom"):
         cr2 = mean_estimate(y, g, se="CR2")
     assert cr2.df < 2 and cr2.width > est.width
 
@@ -349,6 +350,17 @@ def test_boundary_outcomes_warn_and_wilson_gives_an_interval(value):
     assert wil.width > 0.1 and wil.covers(value) and "Wilson" in wil.method
     iid = mean_estimate(y, se="iid", interval="wilson")
     assert (iid.ci_low, iid.ci_high) == pytest.approx(interval_wilson(value, 60.0, df=59.0))
+
+
+def test_t_interval_leaving_the_unit_interval_warns():
+    g = np.repeat(np.arange(12), 5)
+    y = np.ones(60)
+    y[[3, 17]] = 0.0
+    with pytest.warns(EvalkitWarning, match=r"leaves \[0, 1\].*interval='wilson' stays inside"):
+        t = mean_estimate(y, g, se="CR2")
+    assert t.ci_high > 1
+    w = mean_estimate(y, g, se="CR2", interval="wilson")
+    assert 0 < w.ci_low < t.estimate < w.ci_high <= 1
 
 
 def test_wilson_interval_formula_and_input():
