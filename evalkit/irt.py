@@ -103,6 +103,11 @@ order, so every result is bit-identical whatever the number of threads or cores.
 
 _LOG2 = math.log(2.0)
 
+_MAX_STALLS = 10
+"""Polishing phases (score checks spaced ``max(3, it // 20)`` iterations apart) in a row without a
+10% improvement of the score statistic after which a fit gives up, reported as not converged:
+under quasi-separation there is no finite optimum to reach."""
+
 _EXP_CAP = 85.0
 """Cap on ``-t`` before ``exp`` in the loss pass (float32 ``exp`` overflows at 88.7)."""
 
@@ -511,7 +516,7 @@ class _Kernel:
 
     def score(self, theta: np.ndarray, a: np.ndarray, b: np.ndarray, ridge: float) -> float:
         """Largest Newton step, in standard errors, of any ability or item (see :func:`_score_stat`)."""
-        return _score_stat(self.newton_pieces(theta, a, b, ridge), a)
+        return _score_stat(self.newton_pieces(theta, a, b, ridge), a, _diverging(theta, a, b, self.sigma))
 
     def close(self) -> None:
         if self.pool is not None:
@@ -609,12 +614,19 @@ class _Kernel:
 _Pieces = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-def _score_stat(pieces: _Pieces, a: np.ndarray) -> float:
+def _diverging(theta: np.ndarray, a: np.ndarray, b: np.ndarray, sigma: float) -> np.ndarray:
+    """Items whose fitted log-odds pass +-:data:`_EXTREME_LOGIT` for some model (quasi-separation)."""
+    return (float(np.abs(theta).max()) * np.abs(a) + np.abs(b)) / sigma > _EXTREME_LOGIT
+
+
+def _score_stat(pieces: _Pieces, a: np.ndarray, skip_items: np.ndarray | None = None) -> float:
     """The score statistic: the largest Newton step of any ability or item in its own SEs.
 
     ``max(|g_i| / sqrt(I_i), sqrt(G_j' W_j^-1 G_j))`` over abilities ``i`` and items ``j`` from
     :meth:`_Kernel.newton_pieces` (``sigma`` cancels). An ``a_j`` on its bound 0 whose score
-    pushes it below 0 counts as converged in that coordinate.
+    pushes it below 0 counts as converged in that coordinate. Items in ``skip_items`` (those
+    whose parameters run off to infinity under quasi-separation, see :func:`_diverging`) have no
+    finite optimum to converge to and are left out; the fit warns about them separately.
     """
     g_th, i_th, G, W = pieces
     g_a = np.where((a <= 0) & (G[0] > 0), 0.0, G[0])
@@ -623,7 +635,8 @@ def _score_stat(pieces: _Pieces, a: np.ndarray) -> float:
         det = W[0] * W[2] - W[1] ** 2
         quad = (W[2] * g_a**2 - 2.0 * W[1] * g_a * G[1] + W[0] * G[1] ** 2) / det
         stat_item = np.sqrt(np.maximum(quad, 0.0))
-    stats_all = np.concatenate([stat_th[i_th > 0], stat_item[det > 0]])
+    keep = det > 0 if skip_items is None else (det > 0) & ~skip_items
+    stats_all = np.concatenate([stat_th[i_th > 0], stat_item[keep]])
     return float(stats_all.max()) if stats_all.size else 0.0
 
 
@@ -885,7 +898,7 @@ def irt_fit(
     --------
     >>> import numpy as np
     >>> from evalkit import simulate_2pl
-    >>> Y, truth = simulate_2pl(60, 120, rng=np.random.default_rng(0), missing=0.1)
+    >>> Y, truth = simulate_2pl(80, 100, rng=np.random.default_rng(0), missing=0.1)
     >>> fit = irt_fit(Y, n_jobs=1)
     >>> fit.converged, fit.extra["score_se"] <= 0.01
     (True, True)
@@ -927,6 +940,9 @@ def irt_fit(
     next_check = 0
     score = math.nan
     n_newton = 0
+    best_score = math.inf
+    n_stalls = 0
+    stalled = False
     try:
         y: tuple[np.ndarray, ...] = x  # the point at which R is stored and the objective f is known
         f = evaluate(y)
@@ -957,12 +973,22 @@ def irt_fit(
                 break
             # Near the optimum: check the score criterion, and take block-Newton steps while they
             # lower the objective (the pieces cost about two passes; R is stored at y).
+            first_check = True
             while it < max_iter:
                 pieces = kern.newton_pieces(y[0], y[1], y[2], ridge)
-                score = _score_stat(pieces, y[1])
+                score = _score_stat(pieces, y[1], _diverging(y[0], y[1], y[2], sigma))
                 if score <= gtol:
                     converged = True
                     break
+                if first_check:  # once per polishing phase: is there progress from phase to phase?
+                    first_check = False
+                    if score < 0.9 * best_score:
+                        best_score, n_stalls = score, 0
+                    else:
+                        n_stalls += 1
+                        if n_stalls >= _MAX_STALLS:  # no finite optimum in reach (quasi-separation)
+                            stalled = True
+                            break
                 accepted = False
                 newton: tuple[np.ndarray, ...] | None = None
                 for damp in (1.0, 0.5, 0.25):
@@ -984,14 +1010,18 @@ def irt_fit(
                 f = f_c
                 hist.append(f)
                 times.append(time.perf_counter() - t0)
-            if converged:
+            if converged or stalled:
                 break
         if not converged or gtol is None:
             score = kern.score(y[0], y[1], y[2], ridge)
     finally:
         kern.close()
     theta, a, b = y
-    if not converged:
+    if stalled:
+        warn(f"irt_fit: stopped without convergence after {it} iterations: the largest Newton step stays at "
+             f"{score:.3g} standard errors (gtol {gtol}), typically because quasi-separated items or models have "
+             "no finite maximum-likelihood parameters; fit with ridge > 0, or drop them")
+    elif not converged:
         warn(f"irt_fit: no convergence after {max_iter} iterations (relative tol {tol:g}; the largest "
              f"Newton step is {score:.3g} standard errors, gtol {gtol})")
     _check_extreme(theta, a, b, sigma)
@@ -1002,7 +1032,7 @@ def irt_fit(
         excluded_models=ex_rows, excluded_items=ex_cols, time=time.perf_counter() - t0,
         method="cbmm", tol=tol, n_obs=n_obs,
         extra={"n_passes": n_pass, "n_restarts": n_restarts, "ridge": ridge, "accelerate": bool(accelerate),
-               "gtol": gtol, "score_se": score, "n_newton": n_newton},
+               "gtol": gtol, "score_se": score, "n_newton": n_newton, "stalled": stalled},
     )
 
 
