@@ -1,4 +1,4 @@
-"""Tests for evalkit.irt: the 2PL model fitted by cBMM and by L-BFGS-B (papers/002).
+"""Tests for evalkit.irt: the 2PL model fitted by cBMM and by L-BFGS-B ([CBMM]).
 
 Correctness only (recovery, monotone objective, agreement of the two fitters, standard errors
 against a parametric bootstrap, degenerate rows/columns, bad input); nothing here is timed.
