@@ -140,8 +140,8 @@ class DatasetSpec:
 
     @property
     def source_url(self) -> str:
-        """The upstream repository as a URL."""
-        return f"https://github.com/{self.source}"
+        """The upstream repository as a URL (or the project script, for files evalkit computes)."""
+        return self.source if self.source.startswith("evalkit:") else f"https://github.com/{self.source}"
 
     def provenance(self) -> str:
         """One line of provenance and licence, for notebooks and error messages."""

@@ -627,3 +627,18 @@ def test_every_registered_checksum_matches(data: None) -> None:
     for name, spec in DATASETS.items():
         for filename in spec.files:
             assert dataset_path(name, filename).is_file()
+
+
+def test_spec_for_files_evalkit_computes() -> None:
+    spec = ds.DatasetSpec(
+        name="x",
+        folder="x",
+        files={},
+        licence="MIT",
+        source="evalkit: scripts/build_x.py",
+        commit="this repository",
+        description="x",
+    )
+    assert spec.source_url == "evalkit: scripts/build_x.py"
+    assert spec.upstream == {} and spec.texts == ""
+    assert DATASETS["chembench"].source_url == "https://github.com/lamalab-org/chembench-paper"
