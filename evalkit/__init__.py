@@ -33,6 +33,7 @@ from .data import (
 from .datasets import (
     DATASETS,
     DatasetChecksumError,
+    DatasetError,
     DatasetNotFoundError,
     DatasetSpec,
     alpaca_pairs,
@@ -43,6 +44,7 @@ from .datasets import (
     dataset_matrix,
     dataset_path,
     dataset_search_path,
+    dataset_texts,
     oll_factors_load,
     oll_matrix_draw,
 )
@@ -122,6 +124,7 @@ __all__ = [
     # datasets
     "DATASETS",
     "DatasetSpec",
+    "DatasetError",
     "DatasetNotFoundError",
     "DatasetChecksumError",
     "dataset_search_path",
@@ -131,6 +134,7 @@ __all__ = [
     "dataset_load",
     "dataset_matrix",
     "dataset_items",
+    "dataset_texts",
     "alpaca_pairs",
     "oll_factors_load",
     "oll_matrix_draw",
