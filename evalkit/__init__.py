@@ -5,6 +5,7 @@ notebooks and users import from ``evalkit`` only.
 """
 
 from ._checks import EvalkitWarning
+from .bt import BTFit, bt_encode, bt_fit, bt_pairs_from_matrix, bt_pairs_sample, bt_simulate
 from .clustered import (
     COVERAGE_ESTIMATORS,
     Estimate,
@@ -47,6 +48,29 @@ from .datasets import (
     dataset_texts,
     oll_factors_load,
     oll_matrix_draw,
+)
+from .ecc import (
+    ECC_TEXT_FIELDS,
+    METHOD_COLOURS,
+    MODES,
+    ECCEvaluation,
+    ECCFit,
+    ECCSimulation,
+    ECCStudy,
+    ecc_cluster_agreement,
+    ecc_embed_texts,
+    ecc_embeddings_build,
+    ecc_embeddings_load,
+    ecc_evaluate,
+    ecc_explore,
+    ecc_fit,
+    ecc_infer,
+    ecc_plot_gains,
+    ecc_predict,
+    ecc_profile_recovery,
+    ecc_scores,
+    ecc_simulate,
+    ecc_study,
 )
 from .irt import (
     IRTFit,
@@ -197,6 +221,35 @@ __all__ = [
     "irt_flag_uninformative",
     "irt_rank_compare",
     "irt_group_easiness",
+    # Bradley-Terry
+    "BTFit",
+    "bt_fit",
+    "bt_encode",
+    "bt_pairs_from_matrix",
+    "bt_pairs_sample",
+    "bt_simulate",
+    # ECC: evidence-calibrated query clustering
+    "ECC_TEXT_FIELDS",
+    "MODES",
+    "ECCFit",
+    "ECCEvaluation",
+    "ECCSimulation",
+    "ecc_embed_texts",
+    "ecc_embeddings_build",
+    "ecc_embeddings_load",
+    "ecc_fit",
+    "ecc_infer",
+    "ecc_predict",
+    "ecc_scores",
+    "ecc_evaluate",
+    "ecc_simulate",
+    "ecc_cluster_agreement",
+    "ecc_profile_recovery",
+    "ecc_plot_gains",
+    "ecc_explore",
+    "ecc_study",
+    "ECCStudy",
+    "METHOD_COLOURS",
     # reproduction report
     "PAPERS",
     "ReproTable",
