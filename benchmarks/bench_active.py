@@ -96,7 +96,8 @@ def part_mmlu(quick: bool, seed: int, large_models: int) -> tuple[pd.DataFrame, 
     table["budget"] = table.pop("fraction")
     extra = {
         "n_items": N, "n_hist": n_hist, "n_test": n_test, "large_models": len(sub),
-        "rank": core.factors.rank, "cv": core.factors.cv.to_dict(orient="records") if core.factors.cv is not None else None,
+        "rank": core.factors.rank,
+        "cv": None if core.factors.cv is None else core.factors.cv.to_dict(orient="records"),
         "params": core.params.__dict__, "tuning_top": core.tuning.head(3).to_dict(orient="records"),
         "seconds_data": t_data, "seconds_refit_tune_and_5pct_table": t_core,
         "faq_5pct_seconds": faq5.seconds, "loop_seconds_per_model": loop_per_model,
