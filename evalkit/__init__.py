@@ -5,6 +5,24 @@ notebooks and users import from ``evalkit`` only.
 """
 
 from ._checks import EvalkitWarning
+from .active import METHODS as ACTIVE_METHODS
+from .active import SPARSITY as ACTIVE_SPARSITY
+from .active import (
+    ActiveData,
+    ActiveFactors,
+    ActiveParams,
+    ActiveResult,
+    ActiveStudy,
+    active_ceiling,
+    active_evaluate,
+    active_factor_cv,
+    active_factor_fit,
+    active_run,
+    active_sampling_trace,
+    active_semisynthetic,
+    active_study,
+    active_tune,
+)
 from .clustered import (
     Estimate,
     bootstrap_cluster,
@@ -169,6 +187,23 @@ __all__ = [
     "irt_flag_uninformative",
     "irt_rank_compare",
     "irt_group_easiness",
+    # active evaluation (FAQ / Pro-Active Inference)
+    "ACTIVE_METHODS",
+    "ACTIVE_SPARSITY",
+    "ActiveData",
+    "ActiveFactors",
+    "ActiveParams",
+    "ActiveResult",
+    "ActiveStudy",
+    "active_factor_fit",
+    "active_factor_cv",
+    "active_run",
+    "active_tune",
+    "active_evaluate",
+    "active_ceiling",
+    "active_sampling_trace",
+    "active_semisynthetic",
+    "active_study",
     # reproduction report
     "ReproTable",
     "repro_report_write",
