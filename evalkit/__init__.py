@@ -5,9 +5,8 @@ notebooks and users import from ``evalkit`` only.
 """
 
 from ._checks import EvalkitWarning
-from .active import METHODS as ACTIVE_METHODS
-from .active import SPARSITY as ACTIVE_SPARSITY
 from .active import (
+    ACTIVE_COLORS,
     ActiveData,
     ActiveFactors,
     ActiveParams,
@@ -17,12 +16,17 @@ from .active import (
     active_evaluate,
     active_factor_cv,
     active_factor_fit,
+    active_loo,
+    active_pai,
+    active_plot_run,
     active_run,
     active_sampling_trace,
     active_semisynthetic,
     active_study,
     active_tune,
 )
+from .active import METHODS as ACTIVE_METHODS
+from .active import SPARSITY as ACTIVE_SPARSITY
 from .clustered import (
     Estimate,
     bootstrap_cluster,
@@ -198,12 +202,16 @@ __all__ = [
     "active_factor_fit",
     "active_factor_cv",
     "active_run",
+    "active_pai",
     "active_tune",
     "active_evaluate",
     "active_ceiling",
     "active_sampling_trace",
     "active_semisynthetic",
     "active_study",
+    "active_loo",
+    "active_plot_run",
+    "ACTIVE_COLORS",
     # reproduction report
     "ReproTable",
     "repro_report_write",

@@ -38,7 +38,8 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import optimize, stats
 
-from ._checks import check_alpha, warn
+from ._checks import as_binary_vector, as_float_vector, check_alpha, warn
+from .clustered import Estimate
 from .montecarlo import mc_summarise
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "active_factor_fit",
     "active_factor_cv",
     "active_run",
+    "active_pai",
     "active_tune",
     "active_evaluate",
     "active_ceiling",
@@ -58,6 +60,9 @@ __all__ = [
     "ActiveStudy",
     "active_semisynthetic",
     "active_study",
+    "active_loo",
+    "active_plot_run",
+    "ACTIVE_COLORS",
 ]
 
 Method = Literal["uniform", "stratified", "ppi", "active_inference", "faq", "faq_norep", "faq_weighted"]
@@ -508,6 +513,88 @@ def _laplace_step(u: np.ndarray, S: np.ndarray, v: np.ndarray, z: np.ndarray, p:
     return u + delta, S_new, delta, Svc
 
 
+def active_pai(z: npt.ArrayLike, q: npt.ArrayLike, p: npt.ArrayLike, p_mean: npt.ArrayLike, n_items: int, *,
+               alpha: float = 0.05, variance: Literal["source", "empirical"] = "source") -> Estimate:
+    """The Pro-Active Inference estimate and Wald interval from the log of one adaptive run [FAQ].
+
+    With ``N = n_items``, ``phi_t = p_mean_t + (z_t - p_t) / (N q_t)`` and
+    ``theta_hat = mean_t phi_t``. The source's closed-form variance is
+    ``sigma^2 = (1/(n N^2)) sum_t (z_t - p_t)^2 / q_t^2 - (1/(n N^2)) sum_t (HT - N p_mean_t)^2``
+    with ``HT = (1/n) sum_s z_s / q_s``, and the interval is
+    ``theta_hat -/+ z_{1-alpha/2} sigma / sqrt(n)``. Valid for any sampler that draws with
+    replacement from a ``q_t`` fixed before step ``t`` with ``q_t(j) > 0`` for every item.
+
+    Parameters
+    ----------
+    z : (n,) 0/1 array
+        Outcome of the item queried at step ``t``.
+    q : (n,) array
+        Its sampling probability ``q_t(I_t)``, in (0, 1].
+    p : (n,) array
+        The working model's prediction ``p_{I_t}^(t-1)`` for it.
+    p_mean : (n,) array
+        ``(1/N) sum_j p_j^(t-1)``: the model's bank accuracy before step ``t``.
+    n_items : int
+        ``N``, the size of the bank.
+    alpha : float
+    variance : {"source", "empirical"}
+        The source's closed form, or the empirical variance of the ``phi_t``.
+
+    Returns
+    -------
+    Estimate
+        ``method="PAI"``; ``n`` is the number of steps.
+
+    Raises
+    ------
+    ValueError
+        Misaligned inputs, fewer than 2 steps, ``z`` not 0/1, ``q`` outside (0, 1], NaN.
+
+    Examples
+    --------
+    >>> est = active_pai([1, 0], [0.01, 0.02], [0.6, 0.5], [0.5, 0.5], n_items=100)
+    >>> round(est.estimate, 3)
+    0.575
+    """
+    zz = as_binary_vector(z, "z")
+    qq = as_float_vector(q, "q")
+    pp = as_float_vector(p, "p")
+    pm = as_float_vector(p_mean, "p_mean")
+    if not zz.size == qq.size == pp.size == pm.size:
+        raise ValueError(f"z, q, p and p_mean must have the same length, got {zz.size}, {qq.size}, {pp.size}, "
+                         f"{pm.size}")
+    if zz.size < 2:
+        raise ValueError("PAI needs at least 2 steps")
+    if ((qq <= 0) | (qq > 1)).any():
+        raise ValueError("q must hold the sampling probabilities q_t(I_t), in (0, 1]")
+    if ((pp < 0) | (pp > 1) | (pm < 0) | (pm > 1)).any():
+        raise ValueError("p and p_mean must be probabilities in [0, 1]")
+    if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or n_items < 1:
+        raise ValueError(f"n_items must be a positive int, got {n_items!r}")
+    if variance not in ("source", "empirical"):
+        raise ValueError(f"variance must be 'source' or 'empirical', got {variance!r}")
+    check_alpha(alpha)
+    est, se = _pai(zz[None], qq[None], pp[None], pm[None], int(n_items), variance)
+    lo, hi = _wald(est, se, alpha)
+    return Estimate(float(est[0]), float(se[0]), float(lo[0]), float(hi[0]), math.inf, "PAI", int(zz.size))
+
+
+def _pai(z: np.ndarray, q: np.ndarray, p: np.ndarray, p_mean: np.ndarray, N: int, variance: str
+         ) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of logs ``(B, n)`` -> (estimate, se) of PAI (see :func:`active_pai`)."""
+    n = z.shape[1]
+    phi = p_mean + (z - p) / (N * q)
+    est = phi.mean(axis=1)
+    if variance == "source":
+        ht = (z / q).mean(axis=1, keepdims=True)  # (1/n) sum_s z_s / q_s
+        s2 = ((((z - p) / q) ** 2).sum(axis=1) - ((ht - N * p_mean) ** 2).sum(axis=1)) / (n * N**2)
+    else:
+        s2 = ((phi - est[:, None]) ** 2).sum(axis=1) / (n - 1)
+    if (s2 <= 0).any():
+        warn(f"{int((s2 <= 0).sum())} PAI variance estimates were <= 0 (tiny budget?) and were set to 0")
+    return est, np.sqrt(np.maximum(s2, 0.0) / n)
+
+
 def _draw_blocked(mix: np.ndarray, target: np.ndarray, blk: int) -> np.ndarray:
     """Inverse-CDF draw per row of the unnormalised ``mix`` (width a multiple of ``blk``).
 
@@ -563,10 +650,10 @@ def _faq_batch(Z: np.ndarray, factors: ActiveFactors, budget: int, params: Activ
         d = np.einsum("jk,kl,jl->j", Vp, factors.prior_cov, Vp).astype(_FLOAT)[None, :].repeat(B, 0)
     rows = np.arange(B)
     drawn = np.zeros((B, Np), dtype=bool) if not replace_draws else None
-    resid = np.empty((B, n_b))  # (z - p_I) / q_I
-    zq = np.empty((B, n_b))  # z / q_I
-    psum = np.empty((B, n_b))  # sum_j p_j^(t-1)
-    phi = np.empty((B, n_b))
+    log_z = np.empty((B, n_b))  # z_{I_t}
+    log_q = np.empty((B, n_b))  # q_t(I_t)
+    log_p = np.empty((B, n_b))  # p_{I_t}^(t-1)
+    log_pm = np.empty((B, n_b))  # (1/N) sum_j p_j^(t-1)
     cvar = np.empty((B, n_b))  # model-based conditional variance of phi_t (faq_weighted)
     tr_q: list[np.ndarray] = []
     half = _FLOAT(0.5)
@@ -637,10 +724,10 @@ def _faq_batch(Z: np.ndarray, factors: ActiveFactors, budget: int, params: Activ
             drawn[rows, idx] = True
         p_i = 0.5 * (1.0 + th[rows, idx].astype(float))
         z = Z[rows, idx]
-        psum[:, t - 1] = ps
-        resid[:, t - 1] = (z - p_i) / q_i
-        zq[:, t - 1] = z / q_i
-        phi[:, t - 1] = ps / N + (z - p_i) / (N * q_i)
+        log_z[:, t - 1] = z
+        log_q[:, t - 1] = q_i
+        log_p[:, t - 1] = p_i
+        log_pm[:, t - 1] = ps / N
         if weighted:
             # model-based E[(phi_t - theta)^2 | past] under the current predictions
             q_all = (1 - tau) * mix[:, :N] / total[:, None].astype(_FLOAT) + _FLOAT(tau / N)
@@ -654,22 +741,15 @@ def _faq_batch(Z: np.ndarray, factors: ActiveFactors, budget: int, params: Activ
             a *= a
             d -= a
     info: dict[str, Any] = {"q": tr_q} if trace else {}
-    n = n_b
     if weighted:
+        phi = log_pm + (log_z - log_p) / (N * log_q)
         a_t = 1.0 / cvar
         a_t /= a_t.sum(axis=1, keepdims=True)
         est = (a_t * phi).sum(axis=1)
-        var_n = ((a_t**2) * (phi - est[:, None]) ** 2).sum(axis=1) * n / (n - 1)
-        return est, np.sqrt(var_n), info
-    est = phi.mean(axis=1)
-    if variance == "source":
-        ht = zq.mean(axis=1, keepdims=True)  # (1/n) sum_s z_s / q_s
-        s2 = ((resid**2).sum(axis=1) - ((ht - psum) ** 2).sum(axis=1)) / (n * N**2)
-    else:
-        s2 = ((phi - est[:, None]) ** 2).sum(axis=1) / (n - 1)
-    if (s2 <= 0).any():
-        warn(f"{int((s2 <= 0).sum())} variance estimates were <= 0 (tiny budget?) and were set to 0")
-    return est, np.sqrt(np.maximum(s2, 0.0) / n), info
+        var_w = ((a_t**2) * (phi - est[:, None]) ** 2).sum(axis=1) * n_b / (n_b - 1)
+        return est, np.sqrt(var_w), info
+    est, se = _pai(log_z, log_q, log_p, log_pm, N, variance)
+    return est, se, info
 
 
 def _active_inference_batch(Z: np.ndarray, factors: ActiveFactors, budget: int, params: ActiveParams,
@@ -1186,3 +1266,150 @@ def active_study(data: ActiveData, *, budgets: Sequence[float], methods: Sequenc
     table = active_evaluate(results, ceiling=ceiling, seed=seed)
     table.insert(1, "fraction", table["budget"] / N)
     return ActiveStudy(factors=fac, params=prm, tuning=tuning, results=results, table=table)
+
+
+def active_loo(Y: npt.ArrayLike, *, budget: float, methods: Sequence[str] = ("uniform", "ppi", "faq"),
+               ranks: Sequence[int] = (2,), weight_decay: float = 1.0, params: ActiveParams | None = None,
+               n_trials: int = 20, seed: int = 0, n_boot: int = 500, max_iter: int = 300) -> pd.DataFrame:
+    """Leave-one-model-out active evaluation on a real models x items matrix.
+
+    For each model ``i``: the other models are the history (their missing entries stay missing),
+    the factor model is fitted on them (rank by :func:`active_factor_cv` when several ``ranks``
+    are given), the item bank is the items where model ``i`` was observed, and every method
+    estimates model ``i``'s accuracy on that bank from ``round(budget * bank size)`` queries, in
+    ``n_trials`` trials.
+
+    Parameters
+    ----------
+    Y : (n_models, n_items) array
+        0/1 with NaN for missing entries (for example ``dataset_matrix(name).Y``).
+    budget : float
+        Fraction of each model's bank, in (0, 1).
+    methods : sequence of str
+    ranks : sequence of int
+        One rank (fixed) or several (chosen by held-out log loss in every fold).
+    weight_decay : float
+    params : ActiveParams, optional
+        Sampler hyper-parameters (not tuned here: pass ones tuned elsewhere).
+    n_trials, seed, n_boot, max_iter
+
+    Returns
+    -------
+    DataFrame
+        One row per method: ``ess`` (pooled), ``ess_low, ess_high`` (bootstrap over models),
+        ``coverage, coverage_mcse, width, bias, n_models, mean_budget, rank`` (the most common
+        rank chosen).
+
+    Raises
+    ------
+    ValueError
+        Bad ``Y`` or ``budget`` outside (0, 1).
+    """
+    arr = _check_history(Y, "Y")
+    if not 0 < budget < 1:
+        raise ValueError(f"budget is a fraction of the bank in (0, 1), got {budget!r}")
+    prm = params if params is not None else ActiveParams()
+    seqs = np.random.SeedSequence(seed).spawn(arr.shape[0])
+    rec: dict[str, list[tuple[float, float, np.ndarray, np.ndarray, np.ndarray]]] = {m: [] for m in methods}
+    chosen = []
+    for i in range(arr.shape[0]):
+        bank = ~np.isnan(arr[i])
+        H = np.delete(arr, i, axis=0)[:, bank]
+        H = H[~np.isnan(H).all(axis=1)]
+        if len(ranks) == 1:
+            fac = active_factor_fit(H, rank=int(ranks[0]), weight_decay=weight_decay, max_iter=max_iter)
+        else:
+            fac = active_factor_cv(H, ranks=ranks, weight_decays=(weight_decay,),
+                                   seed=int(seqs[i].generate_state(1)[0]), max_iter=max_iter)
+        chosen.append(fac.rank)
+        z = arr[i, bank]
+        nb = max(2, int(round(budget * z.size)))
+        for m in methods:
+            r = active_run(z, fac, nb, method=m, params=prm, n_trials=n_trials, seed=seqs[i])
+            rec[m].append((float(r.truth[0]), float(nb), r.estimate[0], r.ci_low[0], r.ci_high[0]))
+    rng = np.random.default_rng(seed)
+    rows = []
+    n_m = arr.shape[0]
+    boot = rng.integers(0, n_m, size=(n_boot, n_m))
+    for m in methods:
+        theta = np.array([x[0] for x in rec[m]])
+        nbs = np.array([x[1] for x in rec[m]])
+        est = np.stack([x[2] for x in rec[m]])
+        lo = np.stack([x[3] for x in rec[m]])
+        hi = np.stack([x[4] for x in rec[m]])
+        mse = ((est - theta[:, None]) ** 2).mean(axis=1)
+        var_u = theta * (1 - theta) / nbs
+        cover = float(((lo <= theta[:, None]) & (theta[:, None] <= hi)).mean())
+        n_rep = est.size
+        ess_b = var_u[boot].sum(axis=1) / mse[boot].sum(axis=1)
+        rows.append({"method": m, "ess": float(var_u.sum() / mse.sum()),
+                     "ess_low": float(np.quantile(ess_b, 0.025)), "ess_high": float(np.quantile(ess_b, 0.975)),
+                     "coverage": cover, "coverage_mcse": math.sqrt(cover * (1 - cover) / n_rep),
+                     "width": float((hi - lo).mean()), "bias": float((est - theta[:, None]).mean()),
+                     "n_models": n_m, "mean_budget": float(nbs.mean()),
+                     "rank": int(np.bincount(chosen).argmax())})
+    return pd.DataFrame(rows)
+
+
+ACTIVE_COLORS: Mapping[str, str] = {
+    "uniform": "#d95f02", "stratified": "#7570b3", "ppi": "#1b9e77", "active_inference": "#66a61e",
+    "faq": "#e7298a", "faq_norep": "#999999", "faq_weighted": "#a6761d", "ceiling": "#222222",
+}
+"""One colour per method in every active-evaluation figure (uniform and the truth as in ``PALETTE``)."""
+
+
+def active_plot_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, params: ActiveParams | None = None,
+                    replace: bool = True, seed: int = 0, n_show: int = 25) -> Any:
+    """Run uniform sampling and FAQ on the rows of ``Z`` and draw what happened (widget body).
+
+    Left: where FAQ spent its budget for the first model (the final ``q_t`` against the model's
+    predicted difficulty of each item, with the uniform ``1/N`` line). Right: intervals of the first
+    ``n_show`` models, uniform and FAQ, with the truth. The title gives the pooled ESS and the
+    coverage over all rows of ``Z``.
+
+    Parameters
+    ----------
+    Z : (n_models, n_items) 0/1 array
+    factors : ActiveFactors
+    budget : int
+    params : ActiveParams, optional
+    replace : bool
+        False runs the without-replacement heuristic (``faq_norep``).
+    seed : int
+    n_show : int
+
+    Returns
+    -------
+    matplotlib Figure
+    """
+    import matplotlib.pyplot as plt
+
+    from .plots import PALETTE
+
+    arr = _check_outcomes(Z, factors.n_items)
+    method = "faq" if replace else "faq_norep"
+    runs = [active_run(arr, factors, budget, method=m, params=params, seed=seed) for m in ("uniform", method)]
+    table = active_evaluate(runs, n_boot=200, seed=seed)
+    q = active_sampling_trace(arr[0], factors, budget, params=params, seed=seed, replace=replace)[-1]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+    p0 = factors.predict()
+    a1.scatter(p0, q * factors.n_items, s=4, alpha=0.4, color=ACTIVE_COLORS[method])
+    a1.axhline(1.0, color=PALETTE["truth"], ls="--", lw=1, label="uniform sampling")
+    a1.set(xlabel="prior predicted P(correct) of the item", ylabel="q_t(item) x N at the last step",
+           title="Where FAQ spends its budget (model 1)")
+    a1.legend(loc="upper right")
+    k = min(n_show, arr.shape[0])
+    order = np.argsort(runs[0].truth[:k])
+    y = np.arange(k)
+    for off, r in zip((-0.18, 0.18), runs, strict=True):
+        a2.errorbar(r.estimate[order, 0], y + off, xerr=[r.estimate[order, 0] - r.ci_low[order, 0],
+                                                         r.ci_high[order, 0] - r.estimate[order, 0]],
+                    fmt="o", ms=3, lw=1, color=ACTIVE_COLORS[r.method], label=r.method)
+    a2.scatter(runs[0].truth[:k][order], y, marker="|", s=80, color=PALETTE["truth"], label="truth", zorder=3)
+    a2.set(xlabel="accuracy on the bank", ylabel="model (sorted by accuracy)", yticks=[])
+    a2.legend(loc="lower right", fontsize=8)
+    ess = float(table["ess"].to_numpy()[1])
+    cov = table["coverage"].to_numpy().astype(float)
+    a2.set_title(f"n_b = {budget}: ESS {ess:.2f}x, coverage {cov[1]:.0%} (uniform {cov[0]:.0%})")
+    fig.tight_layout()
+    return fig

@@ -295,3 +295,39 @@ def test_bad_history():
         active_factor_cv(np.zeros((5, 4)), ranks=(1,), holdout=0.9, seed=0)
     with pytest.raises(ValueError, match="between 0 and 1"):
         active_ceiling(np.ones((2, 3)), np.ones((2, 3)), 2)
+
+
+def test_pai_by_hand_and_bad_logs():
+    """Intent: active_pai is the source's formula (checked by hand on three steps)."""
+    from evalkit.active import active_pai
+
+    rng = np.random.default_rng(0)
+    N, n = 100, 40
+    z = (rng.random(n) < 0.5).astype(float)
+    q = rng.uniform(0.5, 1.5, n) / N
+    p = rng.uniform(0.2, 0.8, n)
+    pm = rng.uniform(0.45, 0.55, n)
+    phi = pm + (z - p) / (N * q)
+    ht = np.mean(z / q)
+    s2 = (np.sum(((z - p) / q) ** 2) - np.sum((ht - N * pm) ** 2)) / (n * N**2)
+    assert s2 > 0
+    est = active_pai(z, q, p, pm, N)
+    assert est.estimate == pytest.approx(phi.mean())
+    assert est.se == pytest.approx(np.sqrt(s2 / n))
+    with pytest.raises(ValueError, match="same length"):
+        active_pai(z, q[:2], p, pm, N)
+    with pytest.raises(ValueError, match=r"\(0, 1\]"):
+        active_pai(z, q * 0, p, pm, N)
+    with pytest.raises(ValueError, match="0/1"):
+        active_pai(z + 0.5, q, p, pm, N)
+
+
+def test_plot_run_draws(world):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from evalkit.active import active_plot_run
+
+    fig = active_plot_run(world["Z"][:5], world["fac"], 30, seed=0)
+    assert len(fig.axes) == 2
+    assert "ESS" in fig.axes[1].get_title()
