@@ -5,6 +5,28 @@ notebooks and users import from ``evalkit`` only.
 """
 
 from ._checks import EvalkitWarning
+from .active import (
+    ACTIVE_COLORS,
+    ActiveData,
+    ActiveFactors,
+    ActiveParams,
+    ActiveResult,
+    ActiveStudy,
+    active_ceiling,
+    active_evaluate,
+    active_factor_cv,
+    active_factor_fit,
+    active_loo,
+    active_pai,
+    active_plot_run,
+    active_run,
+    active_sampling_trace,
+    active_semisynthetic,
+    active_study,
+    active_tune,
+)
+from .active import METHODS as ACTIVE_METHODS
+from .active import SPARSITY as ACTIVE_SPARSITY
 from .bt import BTFit, bt_encode, bt_fit, bt_pairs_from_matrix, bt_pairs_sample, bt_simulate
 from .clustered import (
     COVERAGE_ESTIMATORS,
@@ -250,6 +272,27 @@ __all__ = [
     "ecc_study",
     "ECCStudy",
     "METHOD_COLOURS",
+    # active evaluation (FAQ / Pro-Active Inference)
+    "ACTIVE_METHODS",
+    "ACTIVE_SPARSITY",
+    "ActiveData",
+    "ActiveFactors",
+    "ActiveParams",
+    "ActiveResult",
+    "ActiveStudy",
+    "active_factor_fit",
+    "active_factor_cv",
+    "active_run",
+    "active_pai",
+    "active_tune",
+    "active_evaluate",
+    "active_ceiling",
+    "active_sampling_trace",
+    "active_semisynthetic",
+    "active_study",
+    "active_loo",
+    "active_plot_run",
+    "ACTIVE_COLORS",
     # reproduction report
     "PAPERS",
     "ReproTable",
