@@ -732,14 +732,14 @@ def _leading_eigenvectors(A: np.ndarray | sparse.spmatrix, n_vec: int,
     rest = n_vec - known.shape[1]
     if rest == 0:
         return np.ones(n_vec), known
-    v0: np.ndarray = rng.uniform(-1, 1, n)
+    v0 = np.asarray(rng.uniform(-1.0, 1.0, size=n), dtype=float)
     if known.shape[1]:
         def deflated(x: np.ndarray) -> np.ndarray:
             y = A @ x
             return np.asarray(y - known @ (known.T @ x))
 
         op: Any = sparse_linalg.LinearOperator((n, n), matvec=deflated, dtype=float)
-        v0 = v0 - known @ (known.T @ v0)
+        v0 = np.asarray(v0 - known @ (known.T @ v0), dtype=float)
     else:
         op = A
     vals, vecs = sparse_linalg.eigsh(op, k=rest, which="LA", v0=v0, tol=1e-8, maxiter=20 * n)
