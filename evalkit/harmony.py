@@ -1040,27 +1040,39 @@ def harmony_score(Y: npt.ArrayLike, partition: Partition, *, b: float = DEFAULT_
 
 def _strata_draws(partition: Partition, n_boot: int, rng: np.random.Generator,
                   clusters: npt.ArrayLike | None) -> Iterator[np.ndarray]:
-    """Resampled item indices: within each sub-domain, items (or item clusters) with replacement."""
+    """Bootstrap counts per item: within each sub-domain, items (or item clusters) drawn with replacement.
+
+    Yields ``(n_items,)`` float arrays: how many times each item is in the resample.
+    """
     labels = partition.labels
+    n = labels.size
     if clusters is None:
-        units = np.arange(labels.size)
+        unit = np.arange(n)
     else:
-        units, _ = as_labels(clusters, labels.size, "clusters")
-    groups = []
-    for g in range(partition.k):
-        idx = np.flatnonzero(labels == g)
-        u_codes, u_inv = np.unique(units[idx], return_inverse=True)
-        members = [idx[u_inv == j] for j in range(u_codes.size)]
-        groups.append(members)
+        c_codes, _ = as_labels(clusters, n, "clusters")
+        # a unit is a (sub-domain, cluster) pair: a cluster split across sub-domains is resampled in each
+        _, unit = np.unique(np.column_stack([labels, c_codes]), axis=0, return_inverse=True)
+        unit = unit.ravel()
+    n_units = int(unit.max()) + 1
+    unit_group = np.zeros(n_units, dtype=np.intp)
+    unit_group[unit] = labels
+    members = [np.flatnonzero(unit_group == g) for g in range(partition.k)]
     for _ in range(n_boot):
-        parts: list[np.ndarray] = []
-        for members in groups:
-            pick = rng.integers(0, len(members), len(members))
-            parts.extend(members[j] for j in pick)
-        yield np.concatenate(parts)
+        counts = np.zeros(n_units)
+        for mem in members:
+            counts[mem] = rng.multinomial(mem.size, np.full(mem.size, 1.0 / mem.size))
+        yield counts[unit]
 
 
 def _boot_estimate(full: float, reps: np.ndarray, alpha: float, n: int, M: int, what: str) -> Estimate:
+    ok = reps[~np.isnan(reps)]
+    n_fail = reps.size - ok.size
+    if ok.size < 0.9 * reps.size:
+        raise ValueError(f"{n_fail} of {reps.size} bootstrap resamples left a model with no observed outcome in "
+                         "some sub-domain; merge small sub-domains or handle the missing outcomes first")
+    if n_fail:
+        what += f" ({n_fail} resamples with an empty sub-domain dropped)"
+    reps = ok
     lo, hi = np.quantile(reps, [alpha / 2, 1 - alpha / 2])
     return Estimate(float(full), float(reps.std(ddof=1)), float(lo), float(hi), math.inf, what, n, M)
 
@@ -1071,10 +1083,32 @@ def _check_boot(n_boot: int, alpha: float) -> None:
         raise ValueError(f"n_boot={n_boot!r} is too small for a bootstrap interval; use at least 50 (999 is typical)")
 
 
-def _boot_harmony(Y: np.ndarray, partition: Partition, idx: np.ndarray, b: float, eps: float) -> np.ndarray:
-    labels = partition.labels[idx]
-    sizes = np.bincount(labels, minlength=partition.k)
-    H, _ = _harmony_from_psi(_psi(Y[:, idx], labels, partition.k), (sizes / sizes.sum())[None, :], b, eps)
+@dataclass(frozen=True)
+class _BootData:
+    """Outcomes prepared once for many weighted resamples."""
+
+    Yz: np.ndarray  # outcomes with NaN -> 0
+    obs: np.ndarray  # 1 where observed
+    onehot: np.ndarray  # (n_items, k)
+
+    @classmethod
+    def of(cls, Y: np.ndarray, partition: Partition) -> _BootData:
+        obs = ~np.isnan(Y)
+        onehot = np.zeros((partition.n_items, partition.k))
+        onehot[np.arange(partition.n_items), partition.labels] = 1.0
+        return cls(np.where(obs, Y, 0.0), obs.astype(float), onehot)
+
+
+def _boot_harmony(data: _BootData, counts: np.ndarray, b: float, eps: float) -> np.ndarray:
+    """HARMONY of every model on a resample given by item ``counts`` (NaN for a model left with an empty sub-domain)."""
+    W = data.onehot * counts[:, None]
+    num = data.Yz @ W
+    den = data.obs @ W
+    empty = (den == 0).any(axis=1)
+    psi = num / np.where(den > 0, den, 1.0)
+    size = W.sum(axis=0)
+    H, _ = _harmony_from_psi(psi, (size / size.sum())[None, :], b, eps)
+    H[empty] = np.nan
     return H
 
 
@@ -1121,8 +1155,9 @@ def harmony_bootstrap(y: npt.ArrayLike, partition: Partition, *, b: float = DEFA
     _check_boot(n_boot, alpha)
     rng = as_rng(seed)
     full = harmony_score(Y[0], partition, b=b, eps=eps)
-    reps = np.array([_boot_harmony(Y, partition, idx, b, eps)[0]
-                     for idx in _strata_draws(partition, n_boot, rng, clusters)])
+    data = _BootData.of(Y, partition)
+    reps = np.array([_boot_harmony(data, counts, b, eps)[0]
+                     for counts in _strata_draws(partition, n_boot, rng, clusters)])
     return _boot_estimate(full, reps, alpha, partition.n_items, partition.k, "HARMONY, stratified bootstrap")
 
 
@@ -1156,9 +1191,10 @@ def harmony_compare(y_a: npt.ArrayLike, y_b: npt.ArrayLike, partition: Partition
     Y = np.vstack([Ya, Yb])
     rng = as_rng(seed)
     H = harmony_score(Y, partition, b=b, eps=eps)
+    data = _BootData.of(Y, partition)
     reps = []
-    for idx in _strata_draws(partition, n_boot, rng, clusters):
-        h = _boot_harmony(Y, partition, idx, b, eps)
+    for counts in _strata_draws(partition, n_boot, rng, clusters):
+        h = _boot_harmony(data, counts, b, eps)
         reps.append(h[0] - h[1])
     return _boot_estimate(H[0] - H[1], np.array(reps), alpha, partition.n_items, partition.k,
                           "HARMONY difference, paired stratified bootstrap")
@@ -1242,8 +1278,10 @@ def harmony_benchmark(Y: npt.ArrayLike, partition: Partition, *, name: str = "be
     H = harmony_score(Yf, partition, b=b, eps=eps)
     w = partition.sizes / partition.n_items
     acc = (_psi(Yf, partition.labels, partition.k) * w).sum(axis=1)
-    reps = np.array([_boot_harmony(Yf, partition, idx, b, eps)
-                     for idx in _strata_draws(partition, n_boot, rng, clusters)])
+    data = _BootData.of(Yf, partition)
+    reps = np.array([_boot_harmony(data, counts, b, eps)
+                     for counts in _strata_draws(partition, n_boot, rng, clusters)])
+    reps[np.isnan(reps).any(axis=1)] = np.nan  # a resample counts only when every model has every sub-domain
     mean = _boot_estimate(float(H.mean()), reps.mean(axis=1), alpha, partition.n_items, partition.k,
                           "mean HARMONY over models, stratified bootstrap")
     var = _boot_estimate(float(H.var(ddof=1)), reps.var(axis=1, ddof=1), alpha, partition.n_items, partition.k,
