@@ -38,8 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalkit import EvalkitWarning
-from evalkit.missing import missing_features, missing_study, propensity_fit
+from evalkit import EvalkitWarning, missing_features, missing_study, propensity_fit
 from evalkit.montecarlo import mc_summarise
 
 MODEL = "Qwen1.5-7B-Chat_5shots"
@@ -118,7 +117,7 @@ def bench_bootstrap(n_reps: int, n_boot: int, n_jobs: int) -> tuple[float, pd.Da
     t = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EvalkitWarning)
-        runs = missing_study(n_reps=n_reps, mechanisms=("mar", "mnar_cluster"), iccs=(0.2,), n_clusters=(20,),
+        runs = missing_study(n_reps=n_reps, mechanisms=("mar", "mar_cluster"), iccs=(0.2,), n_clusters=(20,),
                              n_boot=n_boot, n_jobs=n_jobs, seed=77)
     secs = time.perf_counter() - t
     return secs, mc_summarise(runs, scale=100)

@@ -67,13 +67,13 @@ from .missing import (
     missing_complete_case,
     missing_features,
     missing_report,
-    missing_study,
     propensity_fit,
     sensitivity_delta,
     sensitivity_plot,
     sensitivity_tipping_point,
     weights_compute,
 )
+from .missing_study import missing_explore, missing_study
 from .montecarlo import mc_coverage_clustered, mc_run, mc_summarise, mc_tolerance
 from .plots import PALETTE, plot_coverage, plot_intervals, plot_mc_errors, plot_style
 from .reproduce import ReproTable, repro_report_write
@@ -154,6 +154,7 @@ __all__ = [
     "missing_features",
     "missing_report",
     "missing_study",
+    "missing_explore",
     "sensitivity_delta",
     "sensitivity_tipping_point",
     "sensitivity_plot",
