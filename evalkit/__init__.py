@@ -56,6 +56,7 @@ from .irt import (
     irt_se,
 )
 from .missing import (
+    TRUNCATE_DEFAULT,
     MissingDetails,
     PropensityFit,
     Weights,
@@ -73,7 +74,7 @@ from .missing import (
     sensitivity_tipping_point,
     weights_compute,
 )
-from .missing_study import missing_explore, missing_study
+from .missing_study import STUDY_COLORS, missing_explore, missing_study
 from .montecarlo import mc_coverage_clustered, mc_run, mc_summarise, mc_tolerance
 from .plots import PALETTE, plot_coverage, plot_intervals, plot_mc_errors, plot_style
 from .reproduce import ReproTable, repro_report_write
@@ -155,6 +156,8 @@ __all__ = [
     "missing_report",
     "missing_study",
     "missing_explore",
+    "STUDY_COLORS",
+    "TRUNCATE_DEFAULT",
     "sensitivity_delta",
     "sensitivity_tipping_point",
     "sensitivity_plot",

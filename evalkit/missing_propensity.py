@@ -333,12 +333,16 @@ def _fit_fixed(R: np.ndarray, X: np.ndarray, names: list[str], codes: np.ndarray
     sep = all_obs | none_obs
     caveats = []
     if sep.any():
-        labs = [str(v) for v in uniques[sep][:5]]
-        caveats.append(f"separation: {int(all_obs.sum())} clusters have every item answered and "
-                       f"{int(none_obs.sum())} have none (e.g. {labs}); their intercepts are +/-inf and "
-                       "their propensities exactly 1 and 0")
-        warn(f"fixed propensity: {caveats[-1]}. A cluster with no answers cannot be represented by any IPW "
-             "estimate; consider kind='random'")
+        parts = []
+        if all_obs.any():
+            parts.append(f"{int(all_obs.sum())} cluster(s) have every item answered (e.g. "
+                         f"{[str(v) for v in uniques[all_obs][:5]]}): intercept +inf, propensity exactly 1, weight 1")
+        if none_obs.any():
+            parts.append(f"{int(none_obs.sum())} cluster(s) have no item answered (e.g. "
+                         f"{[str(v) for v in uniques[none_obs][:5]]}): intercept -inf, propensity exactly 0, so no "
+                         "answered item can stand for them")
+        caveats.append("separation: " + "; ".join(parts))
+        warn(f"fixed propensity: {caveats[-1]}. kind='random' keeps every cluster's propensity finite")
     keep = ~sep[codes]
     Xs, mu, sd = _standardise(X) if k else (X, np.zeros(0), np.ones(0))
     alpha = np.where(all_obs, np.inf, np.where(none_obs, -np.inf, 0.0))
