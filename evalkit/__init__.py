@@ -6,13 +6,17 @@ notebooks and users import from ``evalkit`` only.
 
 from ._checks import EvalkitWarning
 from .clustered import (
+    COVERAGE_ESTIMATORS,
     Estimate,
     bootstrap_cluster,
+    clusters_effective,
+    coverage_study,
     deff_empirical,
     deff_from_icc,
     icc_anova,
     icc_latent,
     interval_t,
+    interval_wilson,
     mean_estimate,
     n_effective,
     paired_estimate,
@@ -55,6 +59,7 @@ from .irt import (
     irt_rank_compare,
     irt_se,
 )
+from .logs import LogFormatError, log_read, log_read_inspect, log_read_lm_eval, log_read_table
 from .missing import (
     TRUNCATE_DEFAULT,
     MissingDetails,
@@ -77,9 +82,11 @@ from .missing import (
 from .missing_study import STUDY_COLORS, missing_explore, missing_study
 from .montecarlo import mc_coverage_clustered, mc_run, mc_summarise, mc_tolerance
 from .plots import PALETTE, plot_coverage, plot_intervals, plot_mc_errors, plot_style
-from .reproduce import ReproTable, repro_report_write
+from .report import Report, report_build, report_write
+from .reproduce import PAPERS, ReproTable, repro_report_write
 from .simulate import (
     MECHANISMS,
+    SIZE_DESIGNS,
     simulate_2pl,
     simulate_calibrate,
     simulate_cluster_sizes,
@@ -127,8 +134,13 @@ __all__ = [
     "deff_from_icc",
     "deff_empirical",
     "n_effective",
+    "clusters_effective",
+    "interval_wilson",
+    "coverage_study",
+    "COVERAGE_ESTIMATORS",
     # simulation
     "MECHANISMS",
+    "SIZE_DESIGNS",
     "simulate_calibrate",
     "simulate_icc_observed",
     "simulate_cluster_sizes",
@@ -174,6 +186,7 @@ __all__ = [
     "irt_rank_compare",
     "irt_group_easiness",
     # reproduction report
+    "PAPERS",
     "ReproTable",
     "repro_report_write",
     # plots and widgets
@@ -185,6 +198,16 @@ __all__ = [
     "widget_live",
     "widget_slider",
     "widget_choice",
+    # logs.py: importers of eval logs
+    "LogFormatError",
+    "log_read",
+    "log_read_inspect",
+    "log_read_lm_eval",
+    "log_read_table",
+    # report.py: `evalkit report`
+    "Report",
+    "report_build",
+    "report_write",
 ]
 
 __version__ = "0.1.0"
