@@ -686,7 +686,7 @@ def _report_ipw(m: str, y: np.ndarray, cl: np.ndarray, X: pd.DataFrame | None, t
                    f"cluster(s) {empty[:5]}{' ...' if len(empty) > 5 else ''} have no answered item, so only the "
                    "bounds speak for them")
         notes.append(f"model {m!r}: {ri_note}")
-        warn(f"model {m!r}: {len(empty)} cluster(s) have no answered item ({empty[:5]}); {ri_note}")
+        warn(f"model {m!r}: {ri_note}")
     fit_l = propensity_fit(obs.astype(float), X, cl, kind="logistic")
     W = weights_compute(fit_l.p[obs], truncate)
     rows.append(_row(m, "IPW logistic, CR1", mean_estimate(yo, co, weights=W.w, se="CR1", alpha=alpha),

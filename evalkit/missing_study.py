@@ -25,25 +25,49 @@ __all__ = ["STUDY_COLORS", "missing_study", "missing_explore"]
 # the simulation study of METHODS.md section 1
 # --------------------------------------------------------------------------------------------
 
-def _study_estimators(data: pd.DataFrame, n_boot: int, seed: int, truncate: Truncation = None) -> dict[str, Estimate]:
+def _study_estimators(data: pd.DataFrame, n_boot: int, seed: int,
+                      truncate: Truncation = None) -> dict[str, Estimate | Exception]:
+    """Every study estimator on one data set; an estimator that fails is stored as its exception.
+
+    The estimators share the propensity fits, so they are computed together once per data set;
+    a failure is kept per estimator, so that one failing estimator (say the bootstrap) fails its
+    own row of the replication and no other.
+    """
     y = data["correct"].to_numpy(dtype=float)
     cl = data["cluster"].to_numpy()
     x = data["x"].to_numpy(dtype=float)[:, None]
     obs = ~np.isnan(y)
-    out: dict[str, Estimate] = {}
-    out["CC iid"] = missing_complete_case(y, cl, se="iid")
-    out["CC CR1"] = missing_complete_case(y, cl, se="CR1")
+    out: dict[str, Estimate | Exception] = {}
+
+    def put(name: str, f: Callable[[], Estimate]) -> None:
+        try:
+            out[name] = f()
+        except Exception as exc:  # recorded per estimator; mc_run reports it with the replication
+            out[name] = exc
+
+    put("CC iid", lambda: missing_complete_case(y, cl, se="iid"))
+    put("CC CR1", lambda: missing_complete_case(y, cl, se="CR1"))
     if obs.all():
+        none = ValueError("no missing outcomes in this replication: the IPW estimators are not defined")
+        for name in ("IPW logistic iid", "IPW RI CR1", "IPW RI CR2", "IPW RI bootstrap"):
+            out[name] = none
         return out
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit_l = propensity_fit(obs.astype(float), x, cl, kind="logistic")
-        out["IPW logistic iid"] = ipw_estimate(y, cl, p=fit_l.p, se="iid", truncate=truncate)
-        fit_r = propensity_fit(obs.astype(float), x, cl, kind="random")
-        out["IPW RI CR1"] = ipw_estimate(y, cl, p=fit_r.p, se="CR1", truncate=truncate)
-        out["IPW RI CR2"] = ipw_estimate(y, cl, p=fit_r.p, se="CR2", truncate=truncate)
+        try:
+            fit_l = propensity_fit(obs.astype(float), x, cl, kind="logistic")
+            put("IPW logistic iid", lambda: ipw_estimate(y, cl, p=fit_l.p, se="iid", truncate=truncate))
+        except Exception as exc:
+            out["IPW logistic iid"] = exc
+        try:
+            fit_r = propensity_fit(obs.astype(float), x, cl, kind="random")
+            put("IPW RI CR1", lambda: ipw_estimate(y, cl, p=fit_r.p, se="CR1", truncate=truncate))
+            put("IPW RI CR2", lambda: ipw_estimate(y, cl, p=fit_r.p, se="CR2", truncate=truncate))
+        except Exception as exc:
+            out["IPW RI CR1"] = out["IPW RI CR2"] = exc
         if n_boot:
-            out["IPW RI bootstrap"] = ipw_bootstrap(y, cl, features=x, n_boot=n_boot, seed=seed, truncate=truncate)
+            put("IPW RI bootstrap", lambda: ipw_bootstrap(y, cl, features=x, n_boot=n_boot, seed=seed,
+                                                          truncate=truncate))
     return out
 
 
@@ -67,12 +91,13 @@ def _study_one(args: tuple) -> pd.DataFrame:
 
     def make(name: str) -> Callable[[pd.DataFrame], Estimate]:
         def f(data: pd.DataFrame) -> Estimate:
-            if cache["data"] is not data:
-                cache["data"] = data
+            if cache["data"] is not data:  # a new replication: compute every estimator once
+                cache["data"], cache["est"] = data, {}
                 cache["est"] = _study_estimators(data, n_boot, seed, truncate)
-            if name not in cache["est"]:
-                raise ValueError(f"{name} not available (no missing outcomes)")
-            return cache["est"][name]
+            res = cache["est"][name]
+            if isinstance(res, Exception):
+                raise res
+            return res
         return f
 
     runs = mc_run(sim, {nm: make(nm) for nm in names}, truth=float(scen["mean"]), n_reps=n_reps, seed=seed,

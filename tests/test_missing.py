@@ -613,7 +613,7 @@ def test_report_names_a_cluster_without_respondents() -> None:
     a = _sim(61, n_clusters=12, size=20)
     empty = a["cluster"].iloc[0]
     a.loc[a["cluster"] == empty, ["correct", "status"]] = [np.nan, "refusal"]
-    with pytest.warns(EvalkitWarning, match=rf"no answered item \(\[.{empty}.\]\)"):
+    with pytest.warns(EvalkitWarning, match=rf"cluster\(s\) \[.{empty}.\] have no answered item"):
         r = missing_report(a, features=["x"])
     ri = r[r["estimator"] == "IPW random intercept, CR1"].iloc[0]
     assert "11 of 12 clusters that have respondents" in ri["note"] and ri["n_clusters"] == 11
@@ -700,3 +700,15 @@ def test_missing_explore_draws_bias_coverage_with_error_bars_and_weights() -> No
         missing_explore(response_rate=1.0)
     with pytest.raises(ValueError, match="trunc_q"):
         missing_explore(trunc_q=0.0)
+
+
+def test_study_failure_of_one_estimator_fails_only_its_row() -> None:
+    """A failing estimator (here the bootstrap with too few resamples) must not fail or stale the others."""
+    runs = missing_study(n_reps=3, seed=2, mechanisms=("mar_cluster",), iccs=(0.2,), n_clusters=(10,), n_items=200,
+                         n_boot=5)
+    boot = runs[runs["estimator"] == "IPW RI bootstrap"]
+    rest = runs[runs["estimator"] != "IPW RI bootstrap"]
+    assert boot["error"].str.contains("n_boot").all() and boot["estimate"].isna().all()
+    assert (rest["error"] == "").all() and rest["estimate"].notna().all()
+    cc = rest[rest["estimator"] == "CC CR1"]["estimate"]
+    assert cc.nunique() == 3                              # each replication's own data, never a stale estimate
