@@ -109,6 +109,17 @@ def sensitivity_delta(correct: npt.ArrayLike, clusters: npt.ArrayLike | None = N
     DataFrame
         One row per ``delta``: ``delta, estimate, se, ci_low, ci_high``; ``attrs`` records the
         setting (``quantity``, ``apply_to``).
+
+    Examples
+    --------
+    >>> import evalkit as ek
+    >>> d = ek.simulate_clustered(n_clusters=20, cluster_size=30, mean=0.6, icc=0.2, rng=1, beta_x=1.0)
+    >>> d = ek.simulate_missing(d, mechanism="mar_cluster", response_rate=0.8, strength=1.5, rng=2)
+    >>> t = sensitivity_delta(d["correct"], d["cluster"], features=d[["x"]], deltas=[-1.0, 0.0, 1.0])
+    >>> t["estimate"].round(3).tolist()
+    [0.536, 0.576, 0.617]
+
+    Taught in ``notebooks/03-missing-responses-claims.ipynb`` and ``04-missing-responses-real-data.ipynb``.
     """
     check_alpha(alpha)
     ya, obs_a, clus = _prep(correct, clusters)
