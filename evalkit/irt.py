@@ -500,30 +500,36 @@ class _Kernel:
         G : (2, m) array
         W : (3, m) array
         """
-        R = self._stored_R()
+        R, dt = self._stored_R(), self.dtype
         n, m, step = self.n, self.m, self.step
-        th = theta.astype(np.float64)
-        a64 = a.astype(np.float64)
-        a2 = a64 * a64
+        # chunk products in the working precision (one pass's cost), sums across chunks in float64
+        th = theta.astype(dt)
+        th2 = (theta * theta).astype(dt)
+        a_d = a.astype(dt)
+        a2 = (a * a).astype(dt)
         g_th = np.empty(n)
         i_th = np.empty(n)
         G = np.zeros((2, m))
         W = np.zeros((3, m))
-        ones = np.ones(step)
-        w = np.empty((step, m), np.float64)
+        ones = np.ones(step, dt)
+        w = np.empty((step, m), dt)
+        sq = np.empty((step, m), dt)
         for s in range(0, n, step):
             e = min(n, s + step)
-            Rk = R[s:e].astype(np.float64)
-            wk = w[: e - s]
-            np.abs(Rk, out=wk)
-            wk *= 1.0 - wk
-            g_th[s:e] = Rk @ a64
+            Rk = R[s:e]
+            wk, sk = w[: e - s], sq[: e - s]
+            np.abs(Rk, out=wk)  # w = |R| - |R|^2 = p (1 - p) on observed entries
+            np.multiply(wk, wk, out=sk)
+            wk -= sk
+            g_th[s:e] = Rk @ a_d
             i_th[s:e] = wk @ a2
             G[0] += th[s:e] @ Rk
             G[1] += ones[: e - s] @ Rk
-            W[0] += (th[s:e] ** 2) @ wk
+            W[0] += th2[s:e] @ wk
             W[1] += th[s:e] @ wk
             W[2] += ones[: e - s] @ wk
+        a64 = a.astype(np.float64)
+        th = theta.astype(np.float64)
         if ridge > 0:
             G[0] += ridge * a64 / self.sigma
             G[1] += ridge * b / self.sigma
