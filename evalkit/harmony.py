@@ -1057,6 +1057,13 @@ def _strata_draws(partition: Partition, n_boot: int, rng: np.random.Generator,
     unit_group = np.zeros(n_units, dtype=np.intp)
     unit_group[unit] = labels
     members = [np.flatnonzero(unit_group == g) for g in range(partition.k)]
+    single = sum(mem.size == 1 for mem in members)
+    if clusters is not None and single == partition.k and n > partition.k:
+        raise ValueError("every sub-domain holds a single cluster, so resampling clusters within sub-domains "
+                         "changes nothing; pass clusters=None (items) or finer clusters")
+    if clusters is not None and single:
+        warn(f"{single} of {partition.k} sub-domains hold a single cluster: they add no bootstrap variability "
+             "(their items are always resampled together)")
     for _ in range(n_boot):
         counts = np.zeros(n_units)
         for mem in members:

@@ -358,6 +358,10 @@ def test_compare_is_paired_and_bootstrap_checks() -> None:
     src = np.arange(200) // 5
     est = ek.harmony_bootstrap(uneven, part, clusters=src, n_boot=99, seed=0)
     assert est.se > 0 and est.n_clusters == 4
+    with pytest.raises(ValueError, match="single cluster"):
+        ek.harmony_bootstrap(uneven, part, clusters=labels, n_boot=99, seed=0)
+    with pytest.warns(ek.EvalkitWarning, match="single cluster"):
+        ek.harmony_bootstrap(uneven, part, clusters=np.where(labels == 0, -1, src), n_boot=99, seed=0)
 
 
 def test_benchmark_summary() -> None:
