@@ -17,11 +17,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.evalkit-install.stamp
 BENCH_STAMP := $(VENV)/.evalkit-bench.stamp
 
-# Data: EVALKIT_DATA from the environment wins; otherwise ../shared/data beside the clone,
-# when that folder exists. A single relative folder is made absolute, because notebooks run with
-# notebooks/ as their cwd; a list of folders (separated by ':') is passed on as it is.
-SHARED_DATA := $(abspath $(CURDIR)/../shared/data)
-EVALKIT_DATA ?= $(if $(wildcard $(SHARED_DATA)),$(SHARED_DATA),)
+# Data: the repository's data/ holds every dataset and evalkit finds it by itself, so nothing is
+# set here. A user's EVALKIT_DATA (another copy, searched first) is passed on; a single relative
+# folder is made absolute, because notebooks run with notebooks/ as their cwd.
 ifneq ($(strip $(EVALKIT_DATA)),)
 EVALKIT_DATA := $(if $(findstring :,$(EVALKIT_DATA)),$(EVALKIT_DATA),$(abspath $(EVALKIT_DATA)))
 export EVALKIT_DATA
