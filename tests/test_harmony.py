@@ -1,4 +1,4 @@
-"""Tests of evalkit.harmony: similarity, partitions (against scikit-learn), the metric, its edges and uncertainty.
+"""Tests of evalkit.partition and evalkit.harmony: similarity, partitions (against scikit-learn), the metric.
 
 scikit-learn is a test-only reference (``SpectralClustering``, ``silhouette_score``,
 ``adjusted_rand_score``, ``KMeans``); evalkit itself never imports it. Monte Carlo tolerances are
@@ -22,6 +22,7 @@ from scipy import special
 
 import evalkit as ek
 from evalkit import harmony as hm
+from evalkit import partition as pt
 
 sklearn_cluster = pytest.importorskip("sklearn.cluster")
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
@@ -515,6 +516,8 @@ def test_explore_widget_function_runs_headless() -> None:
     plt.close("all")
 
 
-def test_docstring_examples_run() -> None:
-    result = doctest.testmod(hm, optionflags=doctest.NORMALIZE_WHITESPACE, extraglobs={"np": np})
-    assert result.failed == 0 and result.attempted >= 8
+@pytest.mark.parametrize("module", [hm, pt])
+def test_docstring_examples_run(module: object) -> None:
+    flags = doctest.NORMALIZE_WHITESPACE
+    result = doctest.testmod(module, optionflags=flags, extraglobs={"np": np})  # type: ignore[arg-type]
+    assert result.failed == 0 and result.attempted >= 3
