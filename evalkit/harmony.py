@@ -572,9 +572,8 @@ def harmony_rebalance(Y: npt.ArrayLike, partition: Partition, *, fraction: float
     Raises
     ------
     ValueError
-        Bad ``fraction``, NaN outcomes, fewer than 2 clusters, or pruning that would empty a
-        sub-domain... (it cannot: water-filling stops at one item per sub-domain; a larger
-        ``fraction`` raises).
+        ``fraction`` outside [0, 1) or so large that some sub-domain would lose its last item,
+        NaN outcomes, or fewer than 2 clusters.
     """
     Yf, _ = _outcomes(Y, partition.n_items)
     if np.isnan(Yf).any():
