@@ -339,6 +339,14 @@ def harmony_bootstrap(y: npt.ArrayLike, partition: Partition, *, b: float = DEFA
     ------
     ValueError
         As :func:`harmony_score`; ``n_boot < 50``; more than one model.
+
+    Examples
+    --------
+    >>> part = partition_labels(np.repeat(["a", "b", "c"], [40, 20, 20]))
+    >>> y = np.r_[np.ones(30), np.zeros(10), np.ones(10), np.zeros(10), np.ones(5), np.zeros(15)]
+    >>> est = harmony_bootstrap(y, part, n_boot=199, seed=0)
+    >>> round(est.estimate, 3), bool(est.ci_low <= est.estimate <= est.ci_high)
+    (0.256, True)
     """
     Y, one = _outcomes(y, partition.n_items)
     if not one:
@@ -574,6 +582,14 @@ def harmony_rebalance(Y: npt.ArrayLike, partition: Partition, *, fraction: float
     ValueError
         ``fraction`` outside [0, 1) or so large that some sub-domain would lose its last item,
         NaN outcomes, or fewer than 2 clusters.
+
+    Examples
+    --------
+    >>> part = partition_labels(np.repeat(["a", "b", "c"], [40, 20, 20]))
+    >>> y = np.r_[np.ones(30), np.zeros(10), np.ones(10), np.zeros(10), np.ones(5), np.zeros(15)]
+    >>> reb = harmony_rebalance(y, part, fraction=0.25, seed=0)
+    >>> reb.sizes_after.tolist(), round(reb.shift[0].estimate, 3)
+    ([20, 20, 20], -0.046)
     """
     Yf, _ = _outcomes(Y, partition.n_items)
     if np.isnan(Yf).any():

@@ -350,6 +350,15 @@ def similarity_knn(P: npt.ArrayLike, tau: float = 1.0, *, n_neighbors: int = 30,
     ------
     ValueError
         As :func:`similarity_matrix`, or ``n_neighbors`` out of range.
+
+    Examples
+    --------
+    >>> P = [[.7, .2, .1], [.6, .3, .1], [.1, .2, .7], [.1, .3, .6]]
+    >>> (similarity_knn(P, n_neighbors=2).toarray() > 0).astype(int)
+    array([[1, 1, 0, 0],
+           [1, 1, 0, 0],
+           [0, 0, 1, 1],
+           [0, 0, 1, 1]])
     """
     tau = _check_tau(tau)
     feats = _features(P, smooth)
