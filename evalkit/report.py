@@ -24,7 +24,7 @@ import pathlib
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -152,7 +152,7 @@ def report_build(long_df: pd.DataFrame, *, cluster: str = "cluster", se: str = "
             warnings.simplefilter("always", EvalkitWarning)
             # Wilson intervals on the effective sample size for 0/1 outcomes: they stay inside [0, 1]
             # and do not collapse at 0% or 100% (the t interval does both with few clusters).
-            kind = "wilson" if binary else "t"
+            kind: Literal["t", "wilson"] = "wilson" if binary else "t"
             iid = mean_estimate(y[ok], se="iid", alpha=alpha, binary=binary, interval=kind)
             if n_clusters >= 2:
                 cr = mean_estimate(y[ok], clus[ok], se=se, alpha=alpha, binary=binary,  # type: ignore[arg-type]
