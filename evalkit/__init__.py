@@ -96,7 +96,6 @@ from .ecc import (
 )
 from .harmony import (
     HarmonySummary,
-    Partition,
     Rebalancing,
     harmony_benchmark,
     harmony_bootstrap,
@@ -109,16 +108,6 @@ from .harmony import (
     harmony_rebalance,
     harmony_score,
     harmony_validate,
-    partition_ari,
-    partition_kmeans,
-    partition_labels,
-    partition_silhouette,
-    partition_spectral,
-    similarity_bernoulli,
-    similarity_irt,
-    similarity_knn,
-    similarity_matrix,
-    similarity_tau,
 )
 from .irt import (
     IRTFit,
@@ -155,6 +144,19 @@ from .missing import (
 )
 from .missing_study import STUDY_COLORS, missing_explore, missing_study
 from .montecarlo import mc_coverage_clustered, mc_run, mc_summarise, mc_tolerance
+from .partition import (
+    Partition,
+    partition_ari,
+    partition_kmeans,
+    partition_labels,
+    partition_silhouette,
+    partition_spectral,
+    similarity_bernoulli,
+    similarity_irt,
+    similarity_knn,
+    similarity_matrix,
+    similarity_tau,
+)
 from .planning import (
     PlanVariance,
     plan_mdd,
