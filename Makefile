@@ -70,8 +70,7 @@ report: $(STAMP) ## the same as make all
 	    --ExecutePreprocessor.timeout=$(CELL_TIMEOUT) --ExecutePreprocessor.kernel_name=python3 \
 	    --output-dir build/html "$$nb"; \
 	done
-	@# -W: evalkit/__init__ imports evalkit.reproduce before runpy runs it; that is harmless here.
-	$(PY) -W ignore::RuntimeWarning:runpy -m evalkit.reproduce $(REPORT_ROWS) build/report
+	$(PY) -m evalkit.reproduce $(REPORT_ROWS) build/report
 
 # JupyterLab refuses to run as root unless told; containers often are root.
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)

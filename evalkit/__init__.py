@@ -6,13 +6,17 @@ notebooks and users import from ``evalkit`` only.
 
 from ._checks import EvalkitWarning
 from .clustered import (
+    COVERAGE_ESTIMATORS,
     Estimate,
     bootstrap_cluster,
+    clusters_effective,
+    coverage_study,
     deff_empirical,
     deff_from_icc,
     icc_anova,
     icc_latent,
     interval_t,
+    interval_wilson,
     mean_estimate,
     n_effective,
     paired_estimate,
@@ -57,6 +61,7 @@ from .irt import (
     irt_rank_compare,
     irt_se,
 )
+from .logs import LogFormatError, log_read, log_read_inspect, log_read_lm_eval, log_read_table
 from .missing import (
     MissingDetails,
     PropensityFit,
@@ -77,16 +82,30 @@ from .missing import (
     weights_compute,
 )
 from .montecarlo import mc_coverage_clustered, mc_run, mc_summarise, mc_tolerance
+from .planning import (
+    PlanVariance,
+    plan_mdd,
+    plan_power,
+    plan_power_plot,
+    plan_resample_gain,
+    plan_sample_size,
+    plan_se,
+    plan_variance,
+    plan_zero_failures,
+)
 from .plots import PALETTE, plot_coverage, plot_intervals, plot_mc_errors, plot_style
-from .reproduce import ReproTable, repro_report_write
+from .report import Report, report_build, report_write
+from .reproduce import PAPERS, ReproTable, repro_report_write
 from .simulate import (
     MECHANISMS,
+    SIZE_DESIGNS,
     simulate_2pl,
     simulate_calibrate,
     simulate_cluster_sizes,
     simulate_clustered,
     simulate_icc_observed,
     simulate_missing,
+    simulate_paired,
 )
 from .types import as_rng
 from .widgets import widget_choice, widget_live, widget_slider
@@ -130,8 +149,13 @@ __all__ = [
     "deff_from_icc",
     "deff_empirical",
     "n_effective",
+    "clusters_effective",
+    "interval_wilson",
+    "coverage_study",
+    "COVERAGE_ESTIMATORS",
     # simulation
     "MECHANISMS",
+    "SIZE_DESIGNS",
     "simulate_calibrate",
     "simulate_icc_observed",
     "simulate_cluster_sizes",
@@ -174,6 +198,7 @@ __all__ = [
     "irt_rank_compare",
     "irt_group_easiness",
     # reproduction report
+    "PAPERS",
     "ReproTable",
     "repro_report_write",
     # plots and widgets
@@ -185,6 +210,27 @@ __all__ = [
     "widget_live",
     "widget_slider",
     "widget_choice",
+    # logs.py: importers of eval logs
+    "LogFormatError",
+    "log_read",
+    "log_read_inspect",
+    "log_read_lm_eval",
+    "log_read_table",
+    # report.py: `evalkit report`
+    "Report",
+    "report_build",
+    "report_write",
+    # planning.py: power and sample size
+    "PlanVariance",
+    "plan_variance",
+    "plan_se",
+    "plan_power",
+    "plan_mdd",
+    "plan_sample_size",
+    "plan_resample_gain",
+    "plan_zero_failures",
+    "plan_power_plot",
+    "simulate_paired",
 ]
 
 __version__ = "0.1.0"
