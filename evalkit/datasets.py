@@ -295,6 +295,27 @@ _SPECS: tuple[DatasetSpec, ...] = (
     ),
 )
 
+# ECC's local text embeddings (issue 10): numbers computed by this project from the item texts of
+# three datasets; the files live in the repository's data/embeddings/ (see its README).
+_SPECS += (
+    DatasetSpec(
+        name="embeddings",
+        folder="embeddings",
+        files={
+            "mmlu_pro_official.npz": "9ebc67eaa107c636932b8ced05a288390acdcd20fa0a9a9073cba9bdf5e4fe3e",
+            "alpaca_eval.npz": "27103a87988780f389e617de07287f599432e0f25715ff20caa133ae220e37f6",
+            "chembench.npz": "d89459463ca7b5d2cdf01aca4d65694f960d7677ebfda33abaee204ce0a9bafe",
+        },
+        licence="derived by evalkit from Apache-2.0 (MMLU-Pro, AlpacaEval) and MIT (ChemBench) item texts",
+        source="evalkit: scripts/build_embeddings.py",
+        commit="this repository",
+        description="TF-IDF + truncated SVD unit embeddings (64-d, float16) of item texts, for ECC",
+        shape="12,032 (MMLU-Pro) + 805 (AlpacaEval) + 2,788 (ChemBench) items x 64",
+        notes="No text is stored: item ids, embeddings and singular values only. Regenerate with "
+        "scripts/build_embeddings.py (tests/test_ecc.py compares).",
+    ),
+)
+
 DATASETS: Mapping[str, DatasetSpec] = MappingProxyType({s.name: s for s in _SPECS})
 """The registry: dataset name -> :class:`DatasetSpec` (read-only)."""
 
