@@ -59,8 +59,8 @@ def bench_fit(repeat: int) -> list[dict[str, Any]]:
     from evalkit.datasets import dataset_items, dataset_load
 
     df = dataset_load("mmlu_pro_official", cluster="src")
-    items = dataset_items("mmlu_pro_official").set_index("item")["question"]
-    feats = missing_features(df, model=MODEL, texts=items)
+    lengths = dataset_items("mmlu_pro_official").set_index("item")["question_chars"]
+    feats = missing_features(df, model=MODEL, lengths=lengths)
     d = df[df["model"] == MODEL].set_index("item").join(feats)
     R = (d["status"] == "ok").to_numpy(dtype=float)
     X = d[["acc_others", "log_length"]]
