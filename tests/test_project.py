@@ -208,6 +208,9 @@ def test_every_label_has_a_citation_and_a_method_page() -> None:
         page = re.search(r"\(methods/([\w-]+\.md)\)", row)
         assert page and (ROOT / "docs" / "methods" / page.group(1)).is_file(), label
         assert re.search(r"20\d\d", row), f"{label}: no year in its citation"
+    import evalkit
+
+    assert sorted(evalkit.PAPERS) == sorted(PAPER_LABELS), "docs/references.md and evalkit.PAPERS disagree"
 
 
 def test_gitignore_keeps_generated_files_out() -> None:
