@@ -99,7 +99,7 @@ PAPERS: Mapping[str, str] = {
         "Query Clustering. arXiv:2605.17110, 2026."
     ),
 }
-"""The papers evalkit reproduces: label -> full citation, as in ``docs/references.md`` (which says where each detail comes from)."""
+"""The papers evalkit reproduces: label -> full citation, as in ``docs/references.md``."""
 
 PAPER_ALIASES: Mapping[str, str] = {
     "papers/000": "MISSING",
