@@ -75,7 +75,18 @@ from .missing import (
     weights_compute,
 )
 from .montecarlo import mc_coverage_clustered, mc_run, mc_summarise, mc_tolerance
-from .plots import PALETTE, plot_coverage, plot_intervals, plot_mc_errors, plot_style
+from .plots import (
+    COLOR_ALIASES,
+    ESTIMATOR_COLORS,
+    PALETTE,
+    plot_color,
+    plot_coverage,
+    plot_coverage_designs,
+    plot_intervals,
+    plot_irt_recovery,
+    plot_mc_errors,
+    plot_style,
+)
 from .reproduce import ReproTable, repro_report_write
 from .simulate import (
     MECHANISMS,
@@ -87,7 +98,7 @@ from .simulate import (
     simulate_missing,
 )
 from .types import as_rng
-from .widgets import widget_choice, widget_live, widget_slider
+from .widgets import IRT_WIDGET_LIMITS, widget_choice, widget_irt, widget_irt_redraw, widget_live, widget_slider
 
 __all__ = [
     "EvalkitWarning",
@@ -174,13 +185,21 @@ __all__ = [
     "repro_report_write",
     # plots and widgets
     "PALETTE",
+    "ESTIMATOR_COLORS",
+    "COLOR_ALIASES",
+    "plot_color",
     "plot_style",
     "plot_intervals",
     "plot_coverage",
+    "plot_coverage_designs",
+    "plot_irt_recovery",
     "plot_mc_errors",
     "widget_live",
     "widget_slider",
     "widget_choice",
+    "IRT_WIDGET_LIMITS",
+    "widget_irt_redraw",
+    "widget_irt",
 ]
 
 __version__ = "0.1.0"

@@ -199,3 +199,31 @@ def test_readme_paper_table_has_the_five_keys() -> None:
 def test_gitignore_keeps_generated_files_out() -> None:
     ignored = {line.strip() for line in (ROOT / ".gitignore").read_text().splitlines()}
     assert {".venv/", "build/", "__pycache__/", ".ipynb_checkpoints/"} <= ignored
+
+
+def test_pytest_runs_the_doctests_of_evalkit() -> None:
+    config = pyproject()["tool"]["pytest"]["ini_options"]
+    assert "evalkit" in config["testpaths"], "the package's docstring examples must run in CI"
+    assert "--doctest-modules" in config["addopts"]
+    assert (ROOT / "conftest.py").is_file(), "the root conftest.py sets the doctests' plotting backend"
+
+
+def test_importing_evalkit_modules_has_no_side_effect(tmp_path: pathlib.Path) -> None:
+    """Doctest collection imports every module: none may print, warn, write files or run code."""
+    import subprocess
+    import sys
+
+    script = (
+        "import importlib, pkgutil, warnings\n"
+        "warnings.simplefilter('error')\n"
+        "import evalkit\n"
+        "names = [m.name for m in pkgutil.iter_modules(evalkit.__path__) if m.name != '__main__']\n"
+        "for name in names:\n"
+        "    importlib.import_module('evalkit.' + name)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == "" and done.stderr == "", (done.stdout + done.stderr)[-2000:]
+    assert not list(tmp_path.iterdir()), "importing evalkit wrote files into the working directory"
