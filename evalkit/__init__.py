@@ -6,13 +6,17 @@ notebooks and users import from ``evalkit`` only.
 
 from ._checks import EvalkitWarning
 from .clustered import (
+    COVERAGE_ESTIMATORS,
     Estimate,
     bootstrap_cluster,
+    clusters_effective,
+    coverage_study,
     deff_empirical,
     deff_from_icc,
     icc_anova,
     icc_latent,
     interval_t,
+    interval_wilson,
     mean_estimate,
     n_effective,
     paired_estimate,
@@ -90,6 +94,7 @@ from .plots import (
 from .reproduce import ReproTable, repro_report_write
 from .simulate import (
     MECHANISMS,
+    SIZE_DESIGNS,
     simulate_2pl,
     simulate_calibrate,
     simulate_cluster_sizes,
@@ -137,8 +142,13 @@ __all__ = [
     "deff_from_icc",
     "deff_empirical",
     "n_effective",
+    "clusters_effective",
+    "interval_wilson",
+    "coverage_study",
+    "COVERAGE_ESTIMATORS",
     # simulation
     "MECHANISMS",
+    "SIZE_DESIGNS",
     "simulate_calibrate",
     "simulate_icc_observed",
     "simulate_cluster_sizes",

@@ -17,6 +17,7 @@ because at leaderboard scale a long table would be wasteful.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -33,6 +34,7 @@ __all__ = [
     "MECHANISMS",
     "simulate_calibrate",
     "simulate_icc_observed",
+    "SIZE_DESIGNS",
     "simulate_cluster_sizes",
     "simulate_clustered",
     "simulate_missing",
@@ -105,68 +107,162 @@ def simulate_calibrate(mean: float, icc: float, beta_x: float = 0.0) -> tuple[fl
     return mu_for(sigma_u), float(sigma_u)
 
 
-def simulate_cluster_sizes(n_clusters: int, cluster_size: int, *, sizes: Literal["balanced", "skewed"] = "balanced",
-                           rng: np.random.Generator | int) -> np.ndarray:
+SizeDesign = Literal["balanced", "skewed", "dominant"]
+SIZE_DESIGNS: tuple[str, ...] = ("balanced", "skewed", "dominant")
+DOMINANT_SHARE = 0.8
+"""Default share of the items held by the large cluster of the ``"dominant"`` design."""
+
+
+def simulate_cluster_sizes(n_clusters: int, cluster_size: int, *, sizes: SizeDesign = "balanced",
+                           rng: np.random.Generator | int | None = None,
+                           dominant_share: float = DOMINANT_SHARE) -> np.ndarray:
     """Cluster sizes summing to ``n_clusters * cluster_size``.
 
-    ``"balanced"``: all equal. ``"skewed"``: log-normal shares (SD 1 on the log scale), each
-    cluster at least 2 items, like real benchmarks where a few sub-tasks dominate.
+    * ``"balanced"``: all equal;
+    * ``"skewed"``: log-normal shares (SD 1 on the log scale), each cluster at least 2 items, like
+      real benchmarks where a few sub-tasks dominate (needs ``rng``);
+    * ``"dominant"``: one cluster holds ``dominant_share`` of the items and the others share the
+      rest as evenly as possible (at least one item each), like a leaderboard where one source
+      dataset supplies most questions.
+
+    Parameters
+    ----------
+    n_clusters, cluster_size : int
+        Number of clusters and their average size.
+    sizes : {"balanced", "skewed", "dominant"}
+    rng : Generator or int
+        Needed for ``"skewed"`` only.
+    dominant_share : float in (0, 1)
+        Share of the items in the dominant cluster.
+
+    Returns
+    -------
+    (n_clusters,) int array
+
+    Raises
+    ------
+    ValueError
+        Non-positive sizes, an unknown design, a skewed design without ``rng`` or with
+        ``cluster_size < 2``, or a dominant share that leaves another cluster empty.
+
+    Examples
+    --------
+    >>> simulate_cluster_sizes(5, 10, sizes="dominant").tolist()
+    [40, 3, 3, 2, 2]
     """
     if n_clusters < 1 or cluster_size < 1:
         raise ValueError("n_clusters and cluster_size must be positive")
     total = n_clusters * cluster_size
     if sizes == "balanced":
         return np.full(n_clusters, cluster_size, dtype=int)
+    if sizes == "dominant":
+        if not 0.0 < dominant_share < 1.0:
+            raise ValueError(f"dominant_share must be in (0, 1), got {dominant_share}")
+        if n_clusters < 2:
+            raise ValueError("the dominant design needs at least two clusters")
+        big = int(round(dominant_share * total))
+        rest = total - big
+        if rest < n_clusters - 1:
+            raise ValueError(f"dominant_share={dominant_share} leaves {rest} items for {n_clusters - 1} "
+                             "other clusters; lower it or use larger clusters")
+        small = np.full(n_clusters - 1, rest // (n_clusters - 1), dtype=int)
+        small[: rest - small.sum()] += 1
+        return np.r_[big, small].astype(int)
     if sizes != "skewed":
-        raise ValueError(f"sizes must be 'balanced' or 'skewed', got {sizes!r}")
+        raise ValueError(f"sizes must be one of {SIZE_DESIGNS} or explicit sizes, got {sizes!r}")
     if cluster_size < 2:
         raise ValueError("skewed sizes need cluster_size >= 2")
-    rng = as_rng(rng)
-    share = rng.lognormal(0.0, 1.0, n_clusters)
+    if rng is None:
+        raise ValueError("skewed sizes are random: pass rng")
+    gen = as_rng(rng)
+    share = gen.lognormal(0.0, 1.0, n_clusters)
     extra = total - 2 * n_clusters
     n = 2 + np.floor(share / share.sum() * extra).astype(int)
     n[np.argmax(share)] += total - n.sum()
     return n
 
 
-def simulate_clustered(*, n_clusters: int, cluster_size: int, mean: float, icc: float,
-                       rng: np.random.Generator | int, sizes: Literal["balanced", "skewed"] = "balanced",
-                       beta_x: float = 0.0, model: str = "sim") -> pd.DataFrame:
+def _sizes_resolve(sizes: str | np.ndarray | Sequence[int], n_clusters: int | None, cluster_size: int | None,
+                   rng: np.random.Generator, dominant_share: float) -> np.ndarray:
+    """Cluster sizes from a design name (with ``n_clusters`` and ``cluster_size``) or explicit sizes."""
+    if isinstance(sizes, str):
+        if n_clusters is None or cluster_size is None:
+            raise ValueError(f"sizes={sizes!r} needs n_clusters and cluster_size")
+        return simulate_cluster_sizes(n_clusters, cluster_size, sizes=sizes, rng=rng,  # type: ignore[arg-type]
+                                      dominant_share=dominant_share)
+    n_g = np.asarray(sizes)
+    if n_g.ndim != 1 or n_g.size < 1 or n_g.dtype.kind not in "iu" or (n_g < 1).any():
+        raise ValueError("explicit sizes must be a 1-D array of positive integers (one per cluster)")
+    if n_clusters is not None and n_clusters != n_g.size:
+        raise ValueError(f"n_clusters={n_clusters} but {n_g.size} explicit sizes were given")
+    if cluster_size is not None and n_g.sum() != n_g.size * cluster_size:
+        raise ValueError(f"cluster_size={cluster_size} disagrees with the explicit sizes (mean {n_g.mean():.3g}); "
+                         "omit cluster_size")
+    return n_g.astype(int)
+
+
+def _outcomes_draw(rng: np.random.Generator, n_g: np.ndarray, mu: float, sigma_u: float,
+                   beta_x: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One draw of the outcome model on clusters of sizes ``n_g``: ``(g, u_item, x, p, y)``.
+
+    The single place that consumes the random stream of a clustered draw, so that
+    :func:`simulate_clustered` and the vectorised :func:`evalkit.coverage_study` see the same data
+    for the same generator.
+    """
+    g = np.repeat(np.arange(n_g.size), n_g)
+    u = rng.normal(0.0, sigma_u, n_g.size)[g]
+    x = rng.normal(0.0, 1.0, g.size)
+    p = special.expit(mu + u + beta_x * x)
+    y = (rng.random(g.size) < p).astype(float)
+    return g, u, x, p, y
+
+
+def simulate_clustered(*, n_clusters: int | None = None, cluster_size: int | None = None, mean: float,
+                       icc: float, rng: np.random.Generator | int,
+                       sizes: SizeDesign | np.ndarray | Sequence[int] = "balanced", beta_x: float = 0.0,
+                       model: str = "sim", dominant_share: float = DOMINANT_SHARE) -> pd.DataFrame:
     """Draw one model's 0/1 outcomes on clustered items with a given mean accuracy and ICC.
 
-    Paper: papers/000 (simulation design).
+    Paper: [MISSING] (simulation design).
 
     Parameters
     ----------
     n_clusters, cluster_size : int
         Number of clusters and their average size (``n = n_clusters * cluster_size`` items).
+        Optional when ``sizes`` gives the sizes explicitly.
     mean : float
         Expected accuracy.
     icc : float
         Intra-class correlation on the observed 0/1 scale.
     rng : Generator or int
-    sizes : {"balanced", "skewed"}
+    sizes : {"balanced", "skewed", "dominant"} or (n_clusters,) int array
+        A design of :func:`simulate_cluster_sizes` or the size of every cluster.
     beta_x : float
         Log-odds effect of the item covariate ``x ~ N(0, 1)`` on correctness.
     model : str
         Model id written into the table.
+    dominant_share : float
+        Share of the items in the large cluster of the ``"dominant"`` design.
 
     Returns
     -------
     DataFrame
         The long table with extra columns ``x`` (covariate), ``u`` (cluster effect), ``p`` (true
         probability) and ``correct_full`` (the outcome, kept when missingness is added later).
-        ``df.attrs`` holds ``mu``, ``sigma_u``, ``icc`` and ``mean``.
+        ``df.attrs`` holds ``mu``, ``sigma_u``, ``icc``, ``mean`` and the cluster ``sizes``.
+
+    Examples
+    --------
+    >>> d = simulate_clustered(mean=0.7, icc=0.1, sizes=np.array([30, 5, 5]), rng=1)
+    >>> d.groupby("cluster").size().tolist()
+    [30, 5, 5]
     """
-    rng = as_rng(rng)
+    gen = as_rng(rng)
     mu, sigma_u = simulate_calibrate(float(mean), float(icc), float(beta_x))
-    n_g = simulate_cluster_sizes(n_clusters, cluster_size, sizes=sizes, rng=rng)
-    g = np.repeat(np.arange(n_clusters), n_g)
-    u = rng.normal(0.0, sigma_u, n_clusters)[g]
-    x = rng.normal(0.0, 1.0, g.size)
-    p = special.expit(mu + u + beta_x * x)
-    y = (rng.random(g.size) < p).astype(float)
-    width = len(str(n_clusters - 1))
+    n_g = _sizes_resolve(sizes, n_clusters, cluster_size, gen, dominant_share)
+    M = n_g.size
+    g, u, x, p, y = _outcomes_draw(gen, n_g, mu, sigma_u, float(beta_x))
+    width = len(str(M - 1))
     df = pd.DataFrame({
         "model": model,
         "item": [f"i{k:05d}" for k in range(g.size)],
@@ -178,7 +274,7 @@ def simulate_clustered(*, n_clusters: int, cluster_size: int, mean: float, icc: 
         "p": p,
         "correct_full": y,
     })
-    df.attrs.update(mu=mu, sigma_u=sigma_u, icc=icc, mean=mean, beta_x=beta_x)
+    df.attrs.update(mu=mu, sigma_u=sigma_u, icc=icc, mean=mean, beta_x=beta_x, sizes=n_g.tolist())
     return df
 
 

@@ -9,7 +9,9 @@ from scipy import linalg
 
 from evalkit import EvalkitWarning
 from evalkit.clustered import (
+    COVERAGE_ESTIMATORS,
     bootstrap_cluster,
+    coverage_study,
     deff_empirical,
     deff_from_icc,
     icc_anova,
@@ -55,29 +57,69 @@ def test_iid_matches_statsmodels_hc1(clustered_data, weighted):
         assert est.se == pytest.approx(y.std(ddof=1) / math.sqrt(y.size), abs=1e-12)
 
 
-def cr2_by_matrices(y, g, w):
-    """Bell–McCaffrey CR2 for WLS on an intercept, written with explicit matrices (slow reference)."""
-    X = np.ones((y.size, 1))
-    sw = np.sqrt(w)
-    Xt, yt = X * sw[:, None], y * sw
-    bread = np.linalg.inv(Xt.T @ Xt)
-    beta = bread @ Xt.T @ yt
-    et = yt - Xt @ beta
-    meat = np.zeros((1, 1))
+def cr2_by_matrices(y, g, w, weights_kind="sampling"):
+    """clubSandwich's CR2 and Satterthwaite df for lm(y ~ 1, weights = w), with explicit N x N matrices.
+
+    A slow, literal transcription of the definitions (Pustejovsky and Tipton 2018):
+    working covariance Theta (identity, or diag(1/w) for inverse-variance weights),
+    G_g = V_g [(I - H) Theta (I - H)']_gg V_g' with V_g' V_g = Theta_g, A_g = V_g' G_g^{-1/2} V_g,
+    v = sum_g (w_g' A_g e_g)^2 / W^2, and df = tr(P)^2 / ||P||_F^2 with P_gh = s_g' Theta s_h.
+    """
+    n = y.size
+    W = w.sum()
+    theta_hat = w @ y / W
+    e = y - theta_hat
+    Theta = np.eye(n) if weights_kind == "sampling" else np.diag(1 / w)
+    IH = np.eye(n) - np.outer(np.ones(n), w) / W
+    B = IH @ Theta @ IH.T
+    S = []
+    comps = []
     for c in np.unique(g):
-        idx = g == c
-        Xg = Xt[idx]
-        Hgg = Xg @ bread @ Xg.T
-        A = linalg.inv(linalg.sqrtm(np.eye(idx.sum()) - Hgg)).real
-        ug = Xg.T @ A @ et[idx]
-        meat += np.outer(ug, ug)
-    return math.sqrt((bread @ meat @ bread)[0, 0])
+        idx = np.flatnonzero(g == c)
+        V = np.linalg.cholesky(Theta[np.ix_(idx, idx)]).T
+        G = V @ B[np.ix_(idx, idx)] @ V.T
+        A = V.T @ np.real(linalg.inv(linalg.sqrtm(G))) @ V
+        Eg = w[idx] @ A
+        comps.append(Eg @ e[idx])
+        row = np.zeros(n)
+        row[idx] = Eg
+        S.append(row @ IH)          # c_g = s_g' y
+    S = np.array(S)
+    P = S @ Theta @ S.T
+    return math.sqrt(np.sum(np.square(comps))) / W, np.trace(P) ** 2 / np.sum(P**2)
 
 
-def test_cr2_matches_explicit_matrix_formula(clustered_data):
+@pytest.mark.parametrize("weights_kind", ["sampling", "inverse_variance"])
+def test_cr2_and_satterthwaite_match_explicit_matrix_formulas(clustered_data, weights_kind):
     y, g, w = clustered_data
-    assert mean_estimate(y, g, weights=w, se="CR2").se == pytest.approx(cr2_by_matrices(y, g, w), rel=1e-9)
-    assert mean_estimate(y, g, se="CR2").se == pytest.approx(cr2_by_matrices(y, g, np.ones_like(y)), rel=1e-9)
+    se_ref, df_ref = cr2_by_matrices(y, g, w, weights_kind)
+    est = mean_estimate(y, g, weights=w, se="CR2", weights_kind=weights_kind)
+    assert est.se == pytest.approx(se_ref, rel=1e-9)
+    assert est.df == pytest.approx(df_ref, rel=1e-9)
+    se0, df0 = cr2_by_matrices(y, g, np.ones_like(y))
+    est0 = mean_estimate(y, g, se="CR2")
+    assert est0.se == pytest.approx(se0, rel=1e-9) and est0.df == pytest.approx(df0, rel=1e-9)
+    assert est0.df < 22  # unequal clusters: fewer than M - 1
+
+
+def test_weighted_cr2_variants_differ_from_the_old_sqrt_w_formula(clustered_data):
+    """The former formula (U_g / sqrt(1 - W_g/W), the CR2 of the sqrt(w)-transformed OLS) is neither variant."""
+    y, g, w = clustered_data
+    codes = np.unique(g, return_inverse=True)[1]
+    th = w @ y / w.sum()
+    U = np.bincount(codes, weights=w * (y - th))
+    old = math.sqrt(np.sum(U**2 / (1 - np.bincount(codes, weights=w) / w.sum()))) / w.sum()
+    for kind in ("sampling", "inverse_variance"):
+        assert abs(mean_estimate(y, g, weights=w, se="CR2", weights_kind=kind).se / old - 1) > 1e-4
+    # with weights constant inside each cluster the inverse-variance variant reduces to the old formula
+    wc = (1.0 + codes % 4)
+    U = np.bincount(codes, weights=wc * (y - wc @ y / wc.sum()))
+    old = math.sqrt(np.sum(U**2 / (1 - np.bincount(codes, weights=wc) / wc.sum()))) / wc.sum()
+    with pytest.warns(EvalkitWarning, match="effective number of clusters"):
+        inv = mean_estimate(y, g, weights=wc, se="CR2", weights_kind="inverse_variance")
+        samp = mean_estimate(y, g, weights=wc, se="CR2")
+    assert inv.se == pytest.approx(old, rel=1e-12)
+    assert abs(samp.se / old - 1) > 1e-4
 
 
 def test_cr2_equals_cr1_for_balanced_unweighted_clusters():
@@ -169,3 +211,77 @@ def test_bad_input_is_refused(clustered_data):
         mean_estimate(y, g % 3)
     with pytest.raises(ValueError, match="rho"):
         deff_from_icc(10, 1.5)
+
+
+# --- the coverage study (CR1 with t_{M-1} against CR2 with Satterthwaite df) ------------------------
+
+_EVERY = tuple(COVERAGE_ESTIMATORS)
+
+
+@pytest.mark.filterwarnings("ignore::evalkit._checks.EvalkitWarning")
+def test_coverage_study_equals_mc_run_with_mean_estimate():
+    """The vectorised study gives, replication by replication, what mc_run + mean_estimate give."""
+    sizes = np.array([40, 3, 3, 2, 2, 5, 1, 4])
+    n_reps, seed = 40, 5
+    res = coverage_study(designs={"d": sizes}, mean=0.7, icc=0.15, n_reps=n_reps, seed=seed, estimators=_EVERY)
+    est = {
+        "iid": lambda d: mean_estimate(d["correct"], se="iid"),
+        "CR1": lambda d: mean_estimate(d["correct"], d["cluster"], se="CR1"),
+        "CR2": lambda d: mean_estimate(d["correct"], d["cluster"], se="CR2"),
+        "CR2, t(M-1)": lambda d: mean_estimate(d["correct"], d["cluster"], se="CR2", df="clusters"),
+        "CR2, Wilson": lambda d: mean_estimate(d["correct"], d["cluster"], se="CR2", interval="wilson"),
+    }
+    runs = mc_run(lambda rng: simulate_clustered(sizes=sizes, mean=0.7, icc=0.15, rng=rng), est,
+                  truth=0.7, n_reps=n_reps, seed=seed, progress=False)
+    ref = mc_summarise(runs)
+    for _, row in res.iterrows():
+        r = ref.loc[row["estimator"]]
+        assert row["coverage"] == r["coverage"]
+        assert row["width"] == pytest.approx(r["width"], rel=1e-10)
+        assert row["se_mean"] == pytest.approx(r["se_mean"], rel=1e-10)
+    assert res.attrs["sizes"] == {"d": sizes.tolist()}
+    assert set(res["design"]) == {"d"} and res["n_clusters"].iloc[0] == 8
+
+
+def test_coverage_study_cr2_satterthwaite_holds_where_cr1_fails():
+    """2,000 replications per design, 20 clusters of 20 on average, ICC 0.1; tolerance 4 MC SE of 0.95.
+
+    Balanced: CR1 and CR2 both cover (and coincide). One cluster with 80% of the items: CR1 with
+    t_{M-1} covers far less than 95%, CR2 with Satterthwaite df (about 1.5 here) covers.
+    """
+    n_reps = 2000
+    tol = mc_tolerance(0.95, n_reps)
+    res = coverage_study(designs=("balanced", "skewed", "dominant"), n_reps=n_reps, seed=7,
+                         estimators=("iid", "CR1", "CR2")).set_index(["design", "estimator"])
+    cov = res["coverage"]
+    assert abs(cov["balanced", "CR1"] - 0.95) <= tol and abs(cov["balanced", "CR2"] - 0.95) <= tol
+    assert res.loc[("balanced", "CR2"), "df_mean"] == pytest.approx(19.0)
+    assert cov["balanced", "iid"] < 0.95 - tol
+    assert cov["dominant", "CR1"] < 0.95 - tol
+    assert abs(cov["dominant", "CR2"] - 0.95) <= tol
+    assert res.loc[("dominant", "CR2"), "df_mean"] < 2
+    assert cov["skewed", "CR2"] >= cov["skewed", "CR1"]
+    assert (res["coverage_mcse"] > 0).all() and (res["n_reps"] == n_reps).all()
+
+
+@pytest.mark.parametrize(("design", "n_clusters", "cluster_size", "icc"),
+                         [("balanced", 50, 10, 0.05), ("skewed", 30, 20, 0.02)])
+def test_wilson_interval_covers_near_p_099_where_t_does_not(design, n_clusters, cluster_size, icc):
+    """At p = 0.99 many replications have every outcome 1; the t interval collapses, Wilson on n/deff covers."""
+    n_reps = 4000
+    tol = mc_tolerance(0.95, n_reps)
+    res = coverage_study(designs=design, n_clusters=n_clusters, cluster_size=cluster_size, mean=0.99, icc=icc,
+                         n_reps=n_reps, seed=3, estimators=("CR2", "CR2, Wilson")).set_index("estimator")
+    assert res.loc["CR2, Wilson", "coverage"] >= 0.95 - tol
+    assert res.loc["CR2", "coverage"] < 0.95 - tol
+
+
+def test_coverage_study_bad_input():
+    with pytest.raises(ValueError, match="estimators"):
+        coverage_study(designs="balanced", estimators=("CR3",), n_reps=10)
+    with pytest.raises(ValueError, match="sizes must be one of"):
+        coverage_study(designs="lopsided", n_reps=10)
+    with pytest.raises(ValueError, match="n_reps"):
+        coverage_study(designs="balanced", n_reps=1)
+    with pytest.raises(ValueError, match="single cluster"):
+        coverage_study(designs=np.array([30]), n_reps=10)
