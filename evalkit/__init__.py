@@ -103,7 +103,17 @@ from .simulate import (
     simulate_missing,
 )
 from .types import as_rng
-from .widgets import IRT_WIDGET_LIMITS, widget_choice, widget_irt, widget_irt_redraw, widget_live, widget_slider
+from .widgets import (
+    COVERAGE_WIDGET_LIMITS,
+    IRT_WIDGET_LIMITS,
+    widget_choice,
+    widget_coverage,
+    widget_coverage_redraw,
+    widget_irt,
+    widget_irt_redraw,
+    widget_live,
+    widget_slider,
+)
 
 __all__ = [
     "EvalkitWarning",
@@ -207,6 +217,9 @@ __all__ = [
     "widget_live",
     "widget_slider",
     "widget_choice",
+    "COVERAGE_WIDGET_LIMITS",
+    "widget_coverage_redraw",
+    "widget_coverage",
     "IRT_WIDGET_LIMITS",
     "widget_irt_redraw",
     "widget_irt",

@@ -24,6 +24,9 @@ __all__ = [
     "widget_live",
     "widget_slider",
     "widget_choice",
+    "COVERAGE_WIDGET_LIMITS",
+    "widget_coverage_redraw",
+    "widget_coverage",
     "IRT_WIDGET_LIMITS",
     "widget_irt_redraw",
     "widget_irt",
@@ -105,6 +108,149 @@ def widget_live(f: Callable[..., Any], *, prompts: Sequence[str] = (), **control
         items = "".join(f"<li>{html.escape(p)}</li>" for p in prompts)
         parts.append(w.HTML(f"<b>What to look for</b><ul>{items}</ul>"))
     return w.VBox([*parts, box, out])
+
+
+# ---------------------------------------------------------------------------------------------
+# Notebook 00: coverage of i.i.d., CR1 and CR2 intervals under three cluster-size designs
+# ---------------------------------------------------------------------------------------------
+
+COVERAGE_WIDGET_LIMITS: dict[str, tuple[float, float, float]] = {
+    "icc": (0.0, 0.5, 0.02),
+    "n_clusters": (2, 50, 1),
+    "cluster_size": (5, 50, 1),
+    "dominant_share": (0.2, 0.8, 0.05),
+}
+"""(low, high, step) of each control of :func:`widget_coverage`. At most 50 clusters of 50 items:
+the question the widget answers is about *few* clusters, and 400 replications of 2,500 items for three
+designs take about a second on 2 cores (``benchmarks/bench_widgets.py``)."""
+
+COVERAGE_WIDGET_ESTIMATORS: tuple[str, ...] = ("iid", "CR1", "CR2")
+COVERAGE_WIDGET_LABELS: dict[str, str] = {"iid": "iid", "CR1": "CR1, t(M-1)", "CR2": "CR2, Satterthwaite"}
+
+
+def widget_coverage_redraw(icc: float = 0.1, n_clusters: int = 10, cluster_size: int = 20,
+                           dominant_share: float = 0.5, *, n_reps: int = 400, seed: int = 20261130,
+                           show: bool = True) -> Any:
+    """Coverage and width of i.i.d., CR1 and CR2 intervals in three cluster-size designs.
+
+    The view behind notebook 00's widget ([MISSING]; Bell and McCaffrey 2002): for balanced,
+    skewed (log-normal) and one-dominant cluster sizes with ``n_clusters`` clusters of average
+    size ``cluster_size``, :func:`evalkit.coverage_study` draws ``n_reps`` benchmarks at the given
+    ICC and scores the i.i.d. interval (``t_{n-1}``), CR1 with ``t_{M-1}`` and CR2 with the
+    Satterthwaite degrees of freedom; :func:`evalkit.plot_coverage_designs` draws the coverage with
+    ±2 Monte Carlo SE bars, and a second panel the mean interval width.
+
+    Parameters
+    ----------
+    icc : float
+        Intra-class correlation on the 0/1 scale, within :data:`COVERAGE_WIDGET_LIMITS`.
+    n_clusters, cluster_size : int
+        Number of clusters ``M`` and their average size.
+    dominant_share : float
+        Share of the items in the large cluster of the ``"dominant"`` design.
+    n_reps : int
+        Replications per design (400: Monte Carlo SE about 1.1 points at 95% coverage).
+    seed : int
+    show : bool
+        Call ``plt.show()`` (False in tests).
+
+    Returns
+    -------
+    DataFrame
+        The :func:`evalkit.coverage_study` rows drawn (``design, estimator, coverage,
+        coverage_mcse, width, df_mean, n_clusters_effective, ...``), estimators relabelled
+        ``"iid"``, ``"CR1, t(M-1)"``, ``"CR2, Satterthwaite"``.
+
+    Raises
+    ------
+    ValueError
+        A setting outside :data:`COVERAGE_WIDGET_LIMITS` (or a dominant share that leaves another
+        cluster empty).
+
+    Examples
+    --------
+    >>> res = widget_coverage_redraw(icc=0.2, n_clusters=5, cluster_size=10, n_reps=100, show=False)
+    >>> sorted(res["design"].unique())
+    ['balanced', 'dominant', 'skewed']
+    >>> import matplotlib.pyplot as plt; plt.close("all")
+
+    Notebook 00, section 4, wires it with :func:`widget_coverage`.
+    """
+    import matplotlib.pyplot as plt
+
+    from .clustered import coverage_study
+    from .plots import DESIGN_LABELS, plot_color, plot_coverage_designs
+
+    values = {"icc": icc, "n_clusters": n_clusters, "cluster_size": cluster_size, "dominant_share": dominant_share}
+    for name, v in values.items():
+        lo, hi, _ = COVERAGE_WIDGET_LIMITS[name]
+        if not lo - 1e-9 <= v <= hi + 1e-9:
+            raise ValueError(f"{name}={v} is outside the widget's range [{lo}, {hi}]; see COVERAGE_WIDGET_LIMITS")
+    res = coverage_study(designs=("balanced", "skewed", "dominant"), n_clusters=int(n_clusters),
+                         cluster_size=int(cluster_size), icc=float(icc), n_reps=int(n_reps), seed=seed,
+                         estimators=COVERAGE_WIDGET_ESTIMATORS, dominant_share=float(dominant_share))
+    res = res.assign(estimator=res["estimator"].map(COVERAGE_WIDGET_LABELS))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12.0, 4.6), width_ratios=[1.3, 1.0])
+    plot_coverage_designs(res, ax=ax1)
+    ax1.set_title("coverage")
+    designs = list(dict.fromkeys(res["design"]))
+    names = list(dict.fromkeys(res["estimator"]))
+    offsets = np.linspace(-0.25, 0.25, len(names))
+    for name, off in zip(names, offsets, strict=True):
+        g = res[res["estimator"] == name].set_index("design").reindex(designs)
+        ax2.bar(np.arange(len(designs)) + off, 100 * g["width"], width=0.24, color=plot_color(name), label=name)
+    ax2.set_xticks(np.arange(len(designs)), [DESIGN_LABELS.get(d, d) for d in designs])
+    ax2.set_ylabel("mean interval width\n(percentage points)")
+    ax2.set_title("width")
+    eff = res.drop_duplicates("design").set_index("design")["n_clusters_effective"]
+    fig.suptitle(f"ICC {icc:.2f}, {n_clusters} clusters × {cluster_size} items on average, {n_reps} replications; "
+                 "effective clusters: " + ", ".join(f"{d} {eff[d]:.1f}" for d in designs))
+    if show:
+        plt.show()
+    return res
+
+
+def widget_coverage(**defaults: Any) -> Any:
+    """The live widget of notebook 00: :func:`widget_coverage_redraw` over feasible settings.
+
+    Parameters
+    ----------
+    **defaults
+        Starting values (``icc``, ``n_clusters``, ``cluster_size``, ``dominant_share``).
+
+    Returns
+    -------
+    ipywidgets.VBox
+
+    Examples
+    --------
+    >>> import contextlib, io
+    >>> import matplotlib.pyplot as plt
+    >>> with contextlib.redirect_stdout(io.StringIO()):  # outside a kernel the output area prints codes
+    ...     box = widget_coverage(n_clusters=4, cluster_size=5)
+    >>> [c.description for c in box.children[1].children]
+    ['ICC', 'clusters', 'items per cluster', 'share of the largest cluster (dominant design)']
+    >>> plt.close("all")
+    """
+    v = {"icc": 0.1, "n_clusters": 10, "cluster_size": 20, "dominant_share": 0.5, **defaults}
+    lim = COVERAGE_WIDGET_LIMITS
+    return widget_live(
+        lambda **kw: widget_coverage_redraw(**kw),
+        prompts=[
+            "Balanced sizes: at how few clusters does CR1 with t(M-1) still cover 95%?",
+            "Skewed and dominant sizes: does adding clusters fix CR1? Watch the effective number of clusters "
+            "in the title, not M.",
+            "CR2 with Satterthwaite df holds its level: what does it pay for that in the width panel?",
+            "Set the ICC to 0: which interval is then too wide, and by how much?",
+        ],
+        icc=widget_slider(float(v["icc"]), *lim["icc"], "ICC"),
+        n_clusters=widget_slider(int(v["n_clusters"]), int(lim["n_clusters"][0]), int(lim["n_clusters"][1]),
+                                 int(lim["n_clusters"][2]), "clusters"),
+        cluster_size=widget_slider(int(v["cluster_size"]), int(lim["cluster_size"][0]), int(lim["cluster_size"][1]),
+                                   int(lim["cluster_size"][2]), "items per cluster"),
+        dominant_share=widget_slider(float(v["dominant_share"]), *lim["dominant_share"],
+                                     "share of the largest cluster (dominant design)"),
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -159,3 +159,29 @@ def test_irt_widget_refuses_settings_it_does_not_offer():
     sliders = {c.description: c for c in box.children[1].children}
     assert sliders["missing fraction"].max == ek.IRT_WIDGET_LIMITS["missing"][1]
     assert sliders["models"].min == ek.IRT_WIDGET_LIMITS["n_models"][0]
+
+
+def test_coverage_widget_shows_three_designs_and_the_dominant_cluster_breaks_cr1():
+    res = ek.widget_coverage_redraw(icc=0.2, n_clusters=10, cluster_size=20, dominant_share=0.8, n_reps=400,
+                                    show=False)
+    assert set(res["design"]) == {"balanced", "skewed", "dominant"}
+    assert list(pd.unique(res["estimator"])) == ["iid", "CR1, t(M-1)", "CR2, Satterthwaite"]
+    cov = res.set_index(["design", "estimator"])["coverage"]
+    mcse = res.set_index(["design", "estimator"])["coverage_mcse"]
+    tol = ek.mc_tolerance(0.95, 400)
+    # balanced: CR1 with t(M-1) holds its level; one cluster with 80% of the items: it cannot
+    assert abs(cov["balanced", "CR1, t(M-1)"] - 0.95) <= tol
+    assert cov["dominant", "CR1, t(M-1)"] < 0.95 - tol
+    assert cov["dominant", "CR2, Satterthwaite"] > 0.95 - tol
+    assert (mcse > 0).all()
+    fig = plt.gcf()
+    assert "effective clusters" in fig.get_suptitle()
+
+
+def test_coverage_widget_refuses_settings_it_does_not_offer():
+    with pytest.raises(ValueError, match="n_clusters=100 is outside"):
+        ek.widget_coverage_redraw(n_clusters=100, show=False)
+    box = ek.widget_coverage()
+    sliders = {c.description: c for c in box.children[1].children}
+    assert sliders["clusters"].max == ek.COVERAGE_WIDGET_LIMITS["n_clusters"][1]
+    assert "What to look for" in box.children[0].value

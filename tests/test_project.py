@@ -15,7 +15,8 @@ import tomllib
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+# the lessons and their solutions (notebooks/solutions/), never Jupyter's checkpoint copies
+NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").glob("**/*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 
 # The pip name of evalkit itself, as used in self-referencing extras ("evalkit[test]").
 SELF = "evalkit"
@@ -227,3 +228,20 @@ def test_importing_evalkit_modules_has_no_side_effect(tmp_path: pathlib.Path) ->
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout == "" and done.stderr == "", (done.stdout + done.stderr)[-2000:]
     assert not list(tmp_path.iterdir()), "importing evalkit wrote files into the working directory"
+
+
+MACHINE_PATH = re.compile(r"(?<![\w.])(/home/|/Users/|/work/|/tmp/|/root/|[A-Z]:\\\\)")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_outputs_hold_no_machine_paths(path: pathlib.Path) -> None:
+    """A warning or traceback printed with a file path of the machine that ran it must not be committed."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            text = "".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/plain", ""))
+            hit = MACHINE_PATH.search(text)
+            assert hit is None, (
+                f"{path.name}, cell {cell.get('execution_count')}: an output shows a machine path "
+                f"({text[max(0, hit.start() - 40):hit.start() + 60]!r}); catch the warning and print its message"
+            )
