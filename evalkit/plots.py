@@ -286,6 +286,8 @@ def plot_coverage(summary: pd.DataFrame, *, x: str, nominal: float = 0.95, ax: A
     >>> [t.get_text() for t in ax.get_legend().get_texts()]
     ['iid', 'CR1 (same as iid: dashed, on top)']
     >>> plt.close("all")
+
+    Notebook 00 (section 4) draws coverage against the ICC and against the number of clusters with it.
     """
     ax = _axes(ax)
     drawn: dict[str, np.ndarray] = {}
@@ -398,6 +400,8 @@ def plot_irt_recovery(truth: Mapping[str, Any], theta: np.ndarray, b: np.ndarray
     >>> ax[0].get_xlabel()
     'true ability θ (logit scale)'
     >>> plt.close("all")
+
+    Notebook 05 (section 3) draws it through :func:`evalkit.widget_irt_redraw`.
     """
     if axes is None:
         _, ax_arr = plt.subplots(1, 2, figsize=(9.0, 4.0))
@@ -418,7 +422,29 @@ def plot_irt_recovery(truth: Mapping[str, Any], theta: np.ndarray, b: np.ndarray
 
 def plot_mc_errors(runs: pd.DataFrame, *, ax: Axes | None = None, scale: float = 100.0,
                    title: str | None = None) -> Axes:
-    """Box plot of estimation errors ``estimate - truth`` per estimator (from :func:`evalkit.mc_run`)."""
+    """Box plot of estimation errors ``estimate - truth`` per estimator (from :func:`evalkit.mc_run`).
+
+    Parameters
+    ----------
+    runs : DataFrame
+        :func:`evalkit.mc_run` output (columns ``estimator``, ``estimate``, ``truth``).
+    scale : float
+        Multiplier of the errors (100: percentage points).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> runs = pd.DataFrame({"estimator": ["cc"] * 3 + ["ipw"] * 3, "estimate": [0.5, 0.6, 0.55, 0.6, 0.62, 0.58],
+    ...                      "truth": [0.6] * 6})
+    >>> ax = plot_mc_errors(runs)
+    >>> [t.get_text() for t in ax.get_yticklabels()]
+    ['cc', 'ipw']
+    >>> plt.close("all")
+    """
     ax = _axes(ax)
     names = list(pd.unique(runs["estimator"]))
     groups = runs.groupby("estimator", sort=False)

@@ -260,8 +260,8 @@ def widget_coverage(**defaults: Any) -> Any:
 IRT_WIDGET_LIMITS: dict[str, tuple[float, float, float]] = {
     "sigma": (0.5, 2.0, 0.25),
     "missing": (0.0, 0.4, 0.05),
-    "n_models": (100, 500, 50),
-    "n_items": (200, 2000, 200),
+    "n_models": (100, 400, 50),
+    "n_items": (200, 1600, 200),
 }
 """(low, high, step) of each control of :func:`widget_irt`. Why these: under ``"mnar"`` only wrong
 answers go missing and about half the answers are wrong, so beyond 40% missing nearly every item is
