@@ -259,7 +259,8 @@ def plot_coverage(summary: pd.DataFrame, *, x: str, nominal: float = 0.95, ax: A
     """Coverage against a design parameter, one line per estimator, with ±2 Monte Carlo SE bands.
 
     A line that coincides with one drawn before it (CR1 and CR2 with equal cluster sizes, for
-    example) is drawn dashed on top and its legend entry says so, so that no estimator is hidden.
+    example) is drawn dashed on top of it and its legend entry says so, so that no estimator is
+    hidden.
 
     Parameters
     ----------
@@ -284,7 +285,7 @@ def plot_coverage(summary: pd.DataFrame, *, x: str, nominal: float = 0.95, ax: A
     ...                   "coverage": [0.95, 0.8, 0.95, 0.8], "coverage_mcse": [0.01] * 4})
     >>> ax = plot_coverage(s, x="icc", xlabel="intra-class correlation")
     >>> [t.get_text() for t in ax.get_legend().get_texts()]
-    ['iid', 'CR1 (same as iid: dashed, on top)']
+    ['iid', 'CR1\\n(dashed: the same as iid)']
     >>> plt.close("all")
 
     Notebook 00 (section 4) draws coverage against the ICC and against the number of clusters with it.
@@ -295,7 +296,7 @@ def plot_coverage(summary: pd.DataFrame, *, x: str, nominal: float = 0.95, ax: A
         g = g.sort_values(x)
         y = g["coverage"].to_numpy(dtype=float)
         twin = _same_as(y, drawn)
-        label = str(name) if twin is None else f"{name} (same as {twin}: dashed, on top)"
+        label = str(name) if twin is None else f"{name}\n(dashed: the same as {twin})"
         color = plot_color(str(name))
         ax.plot(g[x], y, "o--" if twin else "o-", ms=5, label=label, color=color)
         ax.fill_between(g[x], y - 2 * g["coverage_mcse"], y + 2 * g["coverage_mcse"], color=color, alpha=0.15, lw=0)

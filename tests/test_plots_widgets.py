@@ -100,7 +100,7 @@ def test_plot_coverage_says_when_a_line_hides_another():
                       "coverage": [0.8, 0.7, 0.93, 0.94, 0.93, 0.94], "coverage_mcse": [0.01] * 6})
     ax = ek.plot_coverage(s, x="n", xlabel="number of clusters")
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels == ["iid", "CR1", "CR2 (same as CR1: dashed, on top)"]
+    assert labels == ["iid", "CR1", "CR2\n(dashed: the same as CR1)"]
     assert ax.get_lines()[2].get_linestyle() == "--" and ax.get_xlabel() == "number of clusters"
 
 
