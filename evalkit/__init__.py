@@ -5,6 +5,29 @@ notebooks and users import from ``evalkit`` only.
 """
 
 from ._checks import EvalkitWarning
+from .active import (
+    ACTIVE_COLORS,
+    ActiveData,
+    ActiveFactors,
+    ActiveParams,
+    ActiveResult,
+    ActiveStudy,
+    active_ceiling,
+    active_evaluate,
+    active_factor_cv,
+    active_factor_fit,
+    active_loo,
+    active_pai,
+    active_plot_run,
+    active_run,
+    active_sampling_trace,
+    active_semisynthetic,
+    active_study,
+    active_tune,
+)
+from .active import METHODS as ACTIVE_METHODS
+from .active import SPARSITY as ACTIVE_SPARSITY
+from .bt import BTFit, bt_encode, bt_fit, bt_pairs_from_matrix, bt_pairs_sample, bt_simulate
 from .clustered import (
     COVERAGE_ESTIMATORS,
     Estimate,
@@ -33,6 +56,7 @@ from .data import (
 from .datasets import (
     DATASETS,
     DatasetChecksumError,
+    DatasetError,
     DatasetNotFoundError,
     DatasetSpec,
     alpaca_pairs,
@@ -43,8 +67,32 @@ from .datasets import (
     dataset_matrix,
     dataset_path,
     dataset_search_path,
+    dataset_texts,
     oll_factors_load,
     oll_matrix_draw,
+)
+from .ecc import (
+    ECC_TEXT_FIELDS,
+    METHOD_COLOURS,
+    MODES,
+    ECCEvaluation,
+    ECCFit,
+    ECCSimulation,
+    ECCStudy,
+    ecc_cluster_agreement,
+    ecc_embed_texts,
+    ecc_embeddings_build,
+    ecc_embeddings_load,
+    ecc_evaluate,
+    ecc_explore,
+    ecc_fit,
+    ecc_infer,
+    ecc_plot_gains,
+    ecc_predict,
+    ecc_profile_recovery,
+    ecc_scores,
+    ecc_simulate,
+    ecc_study,
 )
 from .irt import (
     IRTFit,
@@ -59,6 +107,7 @@ from .irt import (
     irt_rank_compare,
     irt_se,
 )
+from .logs import LogFormatError, log_read, log_read_inspect, log_read_lm_eval, log_read_table
 from .missing import (
     MissingDetails,
     PropensityFit,
@@ -79,6 +128,17 @@ from .missing import (
     weights_compute,
 )
 from .montecarlo import mc_coverage_clustered, mc_run, mc_summarise, mc_tolerance
+from .planning import (
+    PlanVariance,
+    plan_mdd,
+    plan_power,
+    plan_power_plot,
+    plan_resample_gain,
+    plan_sample_size,
+    plan_se,
+    plan_variance,
+    plan_zero_failures,
+)
 from .plots import (
     COLOR_ALIASES,
     ESTIMATOR_COLORS,
@@ -91,7 +151,8 @@ from .plots import (
     plot_mc_errors,
     plot_style,
 )
-from .reproduce import ReproTable, repro_report_write
+from .report import Report, report_build, report_write
+from .reproduce import PAPERS, ReproTable, repro_report_write
 from .simulate import (
     MECHANISMS,
     SIZE_DESIGNS,
@@ -101,6 +162,7 @@ from .simulate import (
     simulate_clustered,
     simulate_icc_observed,
     simulate_missing,
+    simulate_paired,
 )
 from .types import as_rng
 from .widgets import (
@@ -129,6 +191,7 @@ __all__ = [
     # datasets
     "DATASETS",
     "DatasetSpec",
+    "DatasetError",
     "DatasetNotFoundError",
     "DatasetChecksumError",
     "dataset_search_path",
@@ -138,6 +201,7 @@ __all__ = [
     "dataset_load",
     "dataset_matrix",
     "dataset_items",
+    "dataset_texts",
     "alpaca_pairs",
     "oll_factors_load",
     "oll_matrix_draw",
@@ -200,7 +264,58 @@ __all__ = [
     "irt_flag_uninformative",
     "irt_rank_compare",
     "irt_group_easiness",
+    # Bradley-Terry
+    "BTFit",
+    "bt_fit",
+    "bt_encode",
+    "bt_pairs_from_matrix",
+    "bt_pairs_sample",
+    "bt_simulate",
+    # ECC: evidence-calibrated query clustering
+    "ECC_TEXT_FIELDS",
+    "MODES",
+    "ECCFit",
+    "ECCEvaluation",
+    "ECCSimulation",
+    "ecc_embed_texts",
+    "ecc_embeddings_build",
+    "ecc_embeddings_load",
+    "ecc_fit",
+    "ecc_infer",
+    "ecc_predict",
+    "ecc_scores",
+    "ecc_evaluate",
+    "ecc_simulate",
+    "ecc_cluster_agreement",
+    "ecc_profile_recovery",
+    "ecc_plot_gains",
+    "ecc_explore",
+    "ecc_study",
+    "ECCStudy",
+    "METHOD_COLOURS",
+    # active evaluation (FAQ / Pro-Active Inference)
+    "ACTIVE_METHODS",
+    "ACTIVE_SPARSITY",
+    "ActiveData",
+    "ActiveFactors",
+    "ActiveParams",
+    "ActiveResult",
+    "ActiveStudy",
+    "active_factor_fit",
+    "active_factor_cv",
+    "active_run",
+    "active_pai",
+    "active_tune",
+    "active_evaluate",
+    "active_ceiling",
+    "active_sampling_trace",
+    "active_semisynthetic",
+    "active_study",
+    "active_loo",
+    "active_plot_run",
+    "ACTIVE_COLORS",
     # reproduction report
+    "PAPERS",
     "ReproTable",
     "repro_report_write",
     # plots and widgets
@@ -223,6 +338,27 @@ __all__ = [
     "IRT_WIDGET_LIMITS",
     "widget_irt_redraw",
     "widget_irt",
+    # logs.py: importers of eval logs
+    "LogFormatError",
+    "log_read",
+    "log_read_inspect",
+    "log_read_lm_eval",
+    "log_read_table",
+    # report.py: `evalkit report`
+    "Report",
+    "report_build",
+    "report_write",
+    # planning.py: power and sample size
+    "PlanVariance",
+    "plan_variance",
+    "plan_se",
+    "plan_power",
+    "plan_mdd",
+    "plan_sample_size",
+    "plan_resample_gain",
+    "plan_zero_failures",
+    "plan_power_plot",
+    "simulate_paired",
 ]
 
 __version__ = "0.1.0"

@@ -75,10 +75,7 @@ def as_labels(labels: npt.ArrayLike, n: int, name: str = "clusters") -> tuple[np
         raise ValueError(f"{name} has {arr.shape[0]} labels but the data have {n} rows; they must align")
     if arr.dtype.kind == "f" and np.isnan(arr).any():
         raise ValueError(f"{name} contains NaN labels; give every item a cluster")
-    if arr.dtype.kind in "iub":
-        uniques, codes = np.unique(arr, return_inverse=True)
-        return codes.astype(np.intp).reshape(-1), uniques
-    if arr.dtype.kind in "fcmM":
+    if arr.dtype.kind in "iubfcmM":
         codes_f, uniq_f = pd.factorize(arr, sort=True)
         return codes_f.astype(np.intp), np.asarray(uniq_f)
     # strings and objects: hash once, then sort only the distinct labels

@@ -3,10 +3,17 @@
 Items in an evaluation come in clusters (sub-tasks, subjects, source datasets). Outcomes in the
 same cluster are correlated, so the i.i.d. standard error of an accuracy is too small. This module
 holds the one implementation of the cluster-robust (sandwich) variance that every evalkit method
-uses, for plain and weighted (Hájek) means and for paired differences between two models.
+uses, for plain and weighted (Hájek) means and for paired differences between two models: CR0,
+CR1 and Bell–McCaffrey's CR2 with its Satterthwaite degrees of freedom (as R's clubSandwich), the
+effective number of clusters, a boundary-aware (Wilson) interval, and the coverage study that
+compares them (:func:`coverage_study`).
 
-Paper: papers/000 (Handling Missing Responses under Cluster Dependence), the "Variance" and
-"Design effect" parts of METHODS.md section 1.
+Paper: [MISSING] (Handling Missing Responses under Cluster Dependence), the "Variance" and
+"Design effect" parts of METHODS.md section 1. Bell and McCaffrey (2002), "Bias reduction in
+standard errors for linear regression with multi-stage samples", Survey Methodology 28(2);
+Pustejovsky and Tipton (2018), "Small-sample methods for cluster-robust variance estimation and
+hypothesis testing in fixed effects models", JBES 36(4); Carter, Schnepel and Steigerwald (2017),
+REStat 99(4). Notebook ``00-why-the-average-lies`` teaches this module.
 """
 
 from __future__ import annotations
@@ -138,6 +145,8 @@ def interval_wilson(p: float, n_eff: float, *, df: float = math.inf, alpha: floa
     >>> lo, hi = interval_wilson(1.0, 30)
     >>> round(lo, 3), hi
     (0.886, 1.0)
+
+    Notebook: ``00-why-the-average-lies``.
     """
     check_alpha(alpha)
     if not 0.0 <= p <= 1.0:
@@ -400,7 +409,9 @@ def mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None = None, *,
       sampling and inverse-probability weights, which say how much an outcome counts, not how
       noisy it is.
     * ``weights_kind="inverse_variance"`` equals ``vcovCR(..., inverse_var = TRUE)``, the working
-      model ``Var(y_i) ∝ 1/w_i``: for weights that are inverse variances.
+      model ``Var(y_i) ∝ 1/w_i``: for weights that are inverse variances. It needs an
+      eigendecomposition of every cluster whose weights vary (``O(n_g^3)``: about a second for a
+      cluster of 2,000 items); the default is ``O(n)``.
 
     Both reduce to the unweighted CR2 when all weights are equal. With weights constant within each
     cluster, ``"inverse_variance"`` reduces to scaling each ``U_g`` by ``(1 - W_g/W)^{-1/2}``; with
@@ -457,7 +468,8 @@ def mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None = None, *,
     -----
     EvalkitWarning
         Fewer than 5 clusters, an effective number of clusters under 10, a cluster with more than
-        half the weight, or a ``t`` interval of width 0 at the boundary.
+        half the weight, or (binary outcomes) a ``t`` interval of width 0 at the boundary or one
+        that leaves ``[0, 1]``.
 
     Examples
     --------
@@ -558,6 +570,10 @@ def _mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None, weights: np
         if binary and s == 0.0:
             warn(f"every outcome is {int(theta)}: the t interval collapses to [{theta:g}, {theta:g}] with se 0; "
                  "use interval='wilson' for a boundary-aware interval", stacklevel=stacklevel)
+        elif binary and (lo < 0.0 or hi > 1.0):
+            warn(f"the t interval [{lo:.3g}, {hi:.3g}] for the accuracy {theta:.3g} leaves [0, 1] (an accuracy "
+                 "near 0 or 1, or very few degrees of freedom); interval='wilson' stays inside [0, 1]",
+                 stacklevel=stacklevel)
     return Estimate(theta, s, lo, hi, dof, method, n, M, g_eff)
 
 
@@ -838,12 +854,28 @@ def icc_anova(y: npt.ArrayLike, clusters: npt.ArrayLike) -> float:
     usual estimator for unbalanced clusters and binary outcomes. It can be slightly negative when
     the true ICC is near zero; the value is returned unclipped.
 
-    Paper: papers/000.
+    Paper: [MISSING].
+
+    Parameters
+    ----------
+    y : (n,) array
+        Outcomes (0/1 or continuous); NaN is refused.
+    clusters : (n,) labels
 
     Raises
     ------
     ValueError
         NaN outcomes, fewer than two clusters, or no within-cluster replication.
+
+    Examples
+    --------
+    Three clusters that mostly agree inside:
+
+    >>> y = np.array([1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 1])
+    >>> round(icc_anova(y, np.repeat(np.arange(3), 4)), 3)
+    0.75
+
+    Notebook: ``00-why-the-average-lies``.
     """
     y = as_float_vector(y, "y")
     codes, uniques = as_labels(clusters, y.size)
@@ -878,16 +910,54 @@ def icc_latent(sigma_u: float) -> float:
     return v / (v + math.pi**2 / 3)
 
 
-def deff_from_icc(m_bar: float, rho: float) -> float:
-    """Design effect ``1 + (m_bar - 1) rho`` of a mean over clusters of average size ``m_bar``.
+def deff_from_icc(m_bar: float | npt.ArrayLike, rho: float) -> float:
+    """Design effect ``1 + (m - 1) rho`` of a mean over clusters, from the ICC and the cluster sizes.
 
-    Example: ``m_bar = 50, rho = 0.2`` gives ``10.8``.
+    ``m_bar`` is either a number (the cluster size ``m``, exact for equal clusters) or the array
+    of cluster sizes ``n_g``, in which case ``m = sum n_g^2 / sum n_g``, the size-weighted mean
+    size. That is the exact design effect of an unweighted mean under equicorrelation ``rho``:
+    ``Var(ybar) = sigma^2 / n * [1 + (sum n_g^2 / n - 1) rho]``. With unequal clusters the plain
+    average size understates it (Kish 1965).
+
+    Paper: [MISSING]; notebook ``00-why-the-average-lies`` teaches it.
+
+    Parameters
+    ----------
+    m_bar : float or (M,) int array
+        Cluster size, or the size of every cluster.
+    rho : float in [-1, 1]
+        Intra-class correlation of the outcomes.
+
+    Raises
+    ------
+    ValueError
+        A size below 1, non-integer or empty sizes, or ``rho`` outside ``[-1, 1]``.
+
+    Examples
+    --------
+    >>> deff_from_icc(50, 0.2)
+    10.8
+
+    One cluster of 400 items and nine of 10: the average size is 49, the size-weighted 328.
+
+    >>> round(deff_from_icc(np.array([400] + [10] * 9), 0.2), 2)
+    66.47
+    >>> round(deff_from_icc(49, 0.2), 2)
+    10.6
     """
-    if m_bar < 1:
-        raise ValueError(f"m_bar is an average cluster size and must be >= 1, got {m_bar}")
     if not -1 <= rho <= 1:
         raise ValueError(f"rho must be a correlation in [-1, 1], got {rho}")
-    return 1.0 + (float(m_bar) - 1.0) * float(rho)
+    if np.ndim(m_bar) == 0:
+        m = float(m_bar)  # type: ignore[arg-type]
+        if not m >= 1:
+            raise ValueError(f"m_bar is a cluster size and must be >= 1, got {m}")
+    else:
+        n_g = np.asarray(m_bar, dtype=float)
+        if n_g.ndim != 1 or n_g.size == 0 or not np.isfinite(n_g).all() or (n_g < 1).any() \
+                or (n_g != np.round(n_g)).any():
+            raise ValueError("cluster sizes must be a non-empty 1-D array of integers >= 1")
+        m = float(np.dot(n_g, n_g) / n_g.sum())
+    return 1.0 + (m - 1.0) * float(rho)
 
 
 def n_effective(n: float, deff: float) -> float:
@@ -902,10 +972,22 @@ def deff_empirical(y: npt.ArrayLike, clusters: npt.ArrayLike, *, weights: npt.Ar
 
     Both variances are the uncorrected sandwich (CR0 over HC0), so the ratio isolates the effect
     of clustering from small-sample corrections.
+
+    Raises
+    ------
+    ValueError
+        NaN outcomes, misaligned labels or weights, non-positive or non-finite weights, fewer than
+        two clusters, or outcomes that are all identical.
+
+    Examples
+    --------
+    >>> y = np.array([1, 1, 1, 0, 0, 0, 1, 1, 0, 1, 0, 0])
+    >>> round(deff_empirical(y, np.repeat(np.arange(4), 3)), 3)
+    1.667
     """
     y = as_float_vector(y, "y")
     n = y.size
-    w = np.ones(n) if weights is None else as_float_vector(weights, "weights")
+    w = np.ones(n) if weights is None else as_weights(weights, n)
     codes, uniques = as_labels(clusters, n)
     if uniques.size < 2:
         raise ValueError("the design effect needs at least two clusters")
@@ -915,4 +997,4 @@ def deff_empirical(y: npt.ArrayLike, clusters: npt.ArrayLike, *, weights: npt.Ar
     if v_iid == 0:
         raise ValueError("all outcomes are identical: the design effect is undefined")
     v_cl = cluster_scores_variance(scores, codes, uniques.size, W, "CR0")
-    return v_cl / v_iid
+    return float(v_cl / v_iid)

@@ -39,6 +39,7 @@ __all__ = [
     "simulate_clustered",
     "simulate_missing",
     "simulate_2pl",
+    "simulate_paired",
 ]
 
 Mechanism = Literal["mcar", "mar", "mnar_cluster", "mnar_item"]
@@ -453,3 +454,48 @@ def simulate_2pl(
     truth = {"theta": theta, "a": a, "b": b, "sigma": sigma, "mechanism": mechanism,
              "missing": n_missing / (n * m)}
     return Y, truth
+
+
+def simulate_paired(*, n_clusters: int | None = None, cluster_size: int | None = None, k: int = 1,
+                    sizes: SizeDesign | np.ndarray | Sequence[int] = "balanced",
+                    mu_a: float = 0.4, mu_b: float = 0.2, sd_cluster: float = 1.0, sd_item: float = 1.5,
+                    sd_cluster_diff: float = 0.3, sd_item_diff: float = 0.6,
+                    rng: np.random.Generator | int) -> pd.DataFrame:
+    """Two models answering the same clustered questions ``k`` times each (a paired, resampled eval).
+
+    On the logit scale question ``i`` of cluster ``g`` has a shared difficulty ``u_g + e_i`` and a
+    model-specific part ``+-(v_g + f_i)/2``:
+    ``logit p_A = mu_a + u_g + e_i + (v_g + f_i)/2``, ``logit p_B = mu_b + u_g + e_i - (v_g + f_i)/2``
+    with ``u_g ~ N(0, sd_cluster^2)``, ``e_i ~ N(0, sd_item^2)``, ``v_g ~ N(0, sd_cluster_diff^2)``,
+    ``f_i ~ N(0, sd_item_diff^2)``; each answer is Bernoulli(``p``). The shared part makes the two
+    models' outcomes correlated (what pairing exploits), the cluster parts make them clustered, and
+    ``k > 1`` adds repeated answers (what resampling averages). ``sizes`` is a design name (with
+    ``n_clusters`` and ``cluster_size``) or explicit cluster sizes. Used by the planning lesson and to
+    check :mod:`evalkit.planning`'s power formulas by simulation.
+
+    Returns
+    -------
+    DataFrame
+        One row per (model, item, answer): ``model`` (``"A"``/``"B"``), ``item``, ``cluster``,
+        ``epoch`` (1..k), ``correct``, ``status`` (``ok``) and ``p_true``. Several rows per
+        (model, item), as ``log_read(..., epochs="all")`` returns.
+    """
+    if k < 1:
+        raise ValueError(f"k (answers per question) must be >= 1, got {k}")
+    g = as_rng(rng)
+    n_g = _sizes_resolve(sizes, n_clusters, cluster_size, g, DOMINANT_SHARE)
+    if n_g.size < 2:
+        raise ValueError("simulate_paired needs at least two clusters")
+    cl = np.repeat(np.arange(len(n_g)), n_g)
+    n = cl.size
+    shared = g.normal(0, sd_cluster, len(n_g))[cl] + g.normal(0, sd_item, n)
+    diff = g.normal(0, sd_cluster_diff, len(n_g))[cl] + g.normal(0, sd_item_diff, n)
+    p = {"A": special.expit(mu_a + shared + diff / 2), "B": special.expit(mu_b + shared - diff / 2)}
+    frames = []
+    for model, pm in p.items():
+        y = (g.random((k, n)) < pm).astype(float)
+        frames.append(pd.DataFrame({
+            "model": model, "item": np.tile([f"q{i:05d}" for i in range(n)], k),
+            "cluster": np.tile([f"c{c:03d}" for c in cl], k), "epoch": np.repeat(np.arange(1, k + 1), n),
+            "correct": y.ravel(), "status": "ok", "p_true": np.tile(pm, k)}))
+    return pd.concat(frames, ignore_index=True)

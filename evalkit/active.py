@@ -1,0 +1,1415 @@
+"""Active evaluation with guarantees: FAQ and Pro-Active Inference, vectorised over models.
+
+Estimate a new model's accuracy ``theta = mean_j z_j`` on a fixed bank of ``N`` items from
+``n_b`` queried items, with a valid confidence interval, by learning from a historical
+models x items matrix ``H`` [FAQ] (Wu et al., "Efficient Evaluation of LLM Performance with
+Statistical Guarantees", arXiv 2601.20251; METHODS.md section 2):
+
+1. :func:`active_factor_fit` / :func:`active_factor_cv`: a logistic factor model
+   ``P(H_ij = 1) = sigmoid(u_i' v_j + b_j)`` on the observed entries of ``H`` (weight decay,
+   full-batch L-BFGS with analytic gradients, rank by cross-validation on held-out entries).
+   The new model's prior is ``N(mean(U), cov(U))``.
+2. :func:`active_run` with ``method="faq"``: the hybrid sampler (oracle and active-learning
+   scores, mixing and tempering schedules, ``tau`` floor, draws with replacement) and the online
+   Laplace (Sherman-Morrison) update, for every (model, trial) at once as stacked arrays.
+3. The Pro-Active Inference (PAI) estimator with the source's closed-form variance and a Wald
+   interval.
+
+Every baseline runs through the same :func:`active_run` (``METHODS``): uniform sampling,
+post-hoc stratification by factor-model difficulty, a PPI++ control variate on the static
+predictions, sequential active inference, FAQ without replacement (invalid: it shows the
+undercoverage), and one labelled evalkit extension (``faq_weighted``). :func:`active_evaluate`
+scores runs against the truth with three ESS definitions side by side, and
+:func:`active_ceiling` gives the ESS attainable if the model's factor were known.
+
+Naming: one family, ``active_<action>`` (``active_factor_fit``, ``active_run``, ...).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from scipy import optimize, stats
+
+from ._checks import as_binary_vector, as_float_vector, check_alpha, warn
+from .clustered import Estimate
+from .montecarlo import mc_summarise
+
+__all__ = [
+    "METHODS",
+    "ActiveFactors",
+    "ActiveParams",
+    "ActiveResult",
+    "active_factor_fit",
+    "active_factor_cv",
+    "active_run",
+    "active_pai",
+    "active_tune",
+    "active_evaluate",
+    "active_ceiling",
+    "active_sampling_trace",
+    "SPARSITY",
+    "ActiveData",
+    "ActiveStudy",
+    "active_semisynthetic",
+    "active_study",
+    "active_loo",
+    "active_plot_run",
+    "ACTIVE_COLORS",
+]
+
+Method = Literal["uniform", "stratified", "ppi", "active_inference", "faq", "faq_norep", "faq_weighted"]
+METHODS: tuple[str, ...] = ("uniform", "stratified", "ppi", "active_inference", "faq", "faq_norep", "faq_weighted")
+"""The methods :func:`active_run` knows, in the order tables show them.
+
+``uniform``: uniform with replacement, sample mean. ``stratified``: the same sample,
+post-stratified by factor-model difficulty. ``ppi``: the same sample with the PPI++ control
+variate on the static (prior-mean) predictions, as ``ppi_py.ppi_mean_ci``. ``active_inference``:
+sequential active inference (items stream in random order, each labelled with a probability;
+the budget is met in expectation). ``faq``: the published method. ``faq_norep``: FAQ with drawn
+items' probabilities set to zero (the paper's invalid heuristic). ``faq_weighted``: an evalkit
+extension (not in the paper): PAI with predictable inverse-variance weights on the ``phi_t``."""
+
+_FLOAT = np.float32  # dtype of the (batch, items) work arrays
+_CHUNK = 32  # rows per block of the FAQ loop (fixed, so results do not depend on the machine)
+
+
+# --------------------------------------------------------------------------------------------
+# Stage 1: the logistic factor model
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ActiveFactors:
+    """A fitted logistic factor model ``P(H_ij = 1) = sigmoid(U[i] @ V[j] + b[j])``.
+
+    Attributes
+    ----------
+    V : (n_items, rank) float array
+        Item factors (fixed during active evaluation).
+    b : (n_items,) float array
+        Item intercepts (not penalised).
+    U : (n_models, rank) float array
+        Factors of the historical models.
+    prior_mean : (rank,) float array
+        ``mean(U)``: the prior mean of a new model's factor.
+    prior_cov : (rank, rank) float array
+        ``cov(U)`` (``ddof=1``, plus ``1e-6`` on the diagonal): the prior covariance.
+    rank : int
+    weight_decay : float
+    objective : float
+        Final penalised mean log loss per observed entry.
+    converged : bool
+    cv : DataFrame or None
+        The cross-validation table when fitted by :func:`active_factor_cv`.
+    """
+
+    V: np.ndarray
+    b: np.ndarray
+    U: np.ndarray
+    prior_mean: np.ndarray
+    prior_cov: np.ndarray
+    rank: int
+    weight_decay: float
+    objective: float
+    converged: bool
+    cv: pd.DataFrame | None = field(default=None, compare=False)
+
+    @property
+    def n_items(self) -> int:
+        """Number of items of the bank."""
+        return int(self.V.shape[0])
+
+    def predict(self, u: npt.ArrayLike | None = None) -> np.ndarray:
+        """``sigmoid(u @ V' + b)``; ``u`` of shape ``(rank,)`` or ``(n, rank)``, default the prior mean."""
+        uu = self.prior_mean if u is None else np.asarray(u, dtype=float)
+        return _sigmoid(uu @ self.V.T + self.b)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+def _check_history(H: npt.ArrayLike, name: str = "H") -> np.ndarray:
+    arr = np.asarray(H, dtype=float)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be a (n_models, n_items) matrix, got shape {arr.shape}")
+    if arr.shape[0] < 3 or arr.shape[1] < 2:
+        raise ValueError(f"{name} needs at least 3 historical models and 2 items, got shape {arr.shape}")
+    if np.isinf(arr).any():
+        raise ValueError(f"{name} contains infinite values")
+    obs = arr[~np.isnan(arr)]
+    if obs.size == 0:
+        raise ValueError(f"{name} has no observed entries")
+    bad = (obs != 0) & (obs != 1)
+    if bad.any():
+        raise ValueError(f"{name} must hold 0/1 outcomes (NaN = unobserved); found {int(bad.sum())} other values")
+    empty_rows = int((np.isnan(arr).all(axis=1)).sum())
+    if empty_rows:
+        raise ValueError(f"{name} has {empty_rows} models with no observed entry; drop them first")
+    return arr
+
+
+def _factor_objective(theta: np.ndarray, H0: np.ndarray, M: np.ndarray, k: int, lam: float,
+                      n_obs: int) -> tuple[float, np.ndarray]:
+    n, N = H0.shape
+    U = theta[: n * k].reshape(n, k)
+    V = theta[n * k: n * k + N * k].reshape(N, k)
+    b = theta[n * k + N * k:]
+    X = (U.astype(_FLOAT) @ V.T.astype(_FLOAT)) + b.astype(_FLOAT)
+    # log(1 + e^x) - h x, summed over observed entries
+    loss = float(np.sum(M * (np.logaddexp(0.0, X) - H0 * X), dtype=np.float64))
+    R = M * (_sigmoid(X) - H0)
+    gU = (R @ V.astype(_FLOAT)).astype(float) + lam * U
+    gV = (R.T @ U.astype(_FLOAT)).astype(float) + lam * V
+    gb = R.sum(axis=0, dtype=np.float64)
+    f = (loss + 0.5 * lam * (float(np.sum(U * U)) + float(np.sum(V * V)))) / n_obs
+    g = np.concatenate([gU.ravel(), gV.ravel(), gb]) / n_obs
+    return f, g
+
+
+def active_factor_fit(H: npt.ArrayLike, *, rank: int, weight_decay: float = 1.0, max_iter: int = 500,
+                      tol: float = 1e-7) -> ActiveFactors:
+    """Fit the logistic factor model of [FAQ] stage 1 on the observed entries of ``H``.
+
+    Minimises ``(1/n_obs) [sum_obs logloss(H_ij, u_i' v_j + b_j) + (weight_decay / 2)
+    (||U||^2 + ||V||^2)]`` by full-batch L-BFGS with analytic gradients, started from a truncated
+    SVD of the centred matrix (so the fit is deterministic: no seed). The paper uses AdamW;
+    METHODS allows any well-behaved optimiser.
+
+    Parameters
+    ----------
+    H : (n_models, n_items) array
+        Historical outcomes, 0/1 where observed and NaN where not.
+    rank : int
+        Number of factors ``k`` (the intercept ``b`` is extra).
+    weight_decay : float
+        Ridge penalty on ``U`` and ``V``, in units of observed entries.
+    max_iter : int
+        L-BFGS iterations.
+    tol : float
+        Gradient tolerance of L-BFGS.
+
+    Returns
+    -------
+    ActiveFactors
+
+    Raises
+    ------
+    ValueError
+        ``H`` not a 2-D 0/1/NaN matrix, a model with no observed entry, ``rank < 1`` or
+        ``weight_decay < 0``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> H = (rng.random((40, 60)) < 0.5).astype(float)
+    >>> fit = active_factor_fit(H, rank=2)
+    >>> fit.V.shape, fit.prior_cov.shape
+    ((60, 2), (2, 2))
+    """
+    arr = _check_history(H)
+    if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 1:
+        raise ValueError(f"rank must be a positive int, got {rank!r}")
+    if not weight_decay >= 0:
+        raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}")
+    k = int(rank)
+    n, N = arr.shape
+    M = (~np.isnan(arr)).astype(_FLOAT)
+    H0 = np.nan_to_num(arr, nan=0.0).astype(_FLOAT)
+    n_obs = int(M.sum())
+    # start: intercepts from smoothed item means, factors from the SVD of the centred residual
+    item_mean = (H0.sum(0) + 0.5) / (M.sum(0) + 1.0)
+    b0 = np.log(item_mean / (1 - item_mean))
+    R0 = M * (H0 - item_mean.astype(_FLOAT))
+    A, s, Bt = np.linalg.svd(R0.astype(float), full_matrices=False)
+    kk = min(k, len(s))
+    # the residual is about p (1 - p) ~ 1/4 of the logit deviation; zero-filling shrinks it by the
+    # observed fraction
+    root = np.sqrt(4.0 * s[:kk] / max(n_obs / (n * N), 1e-3))
+    U0 = np.zeros((n, k))
+    V0 = np.zeros((N, k))
+    U0[:, :kk] = A[:, :kk] * root
+    V0[:, :kk] = Bt[:kk].T * root
+    x0 = np.concatenate([U0.ravel(), V0.ravel(), b0])
+    res = optimize.minimize(_factor_objective, x0, args=(H0, M, k, float(weight_decay), n_obs), jac=True,
+                            method="L-BFGS-B", options={"maxiter": max_iter, "gtol": tol, "maxcor": 20})
+    theta = res.x
+    U = theta[: n * k].reshape(n, k).copy()
+    V = theta[n * k: n * k + N * k].reshape(N, k).copy()
+    b = theta[n * k + N * k:].copy()
+    mean = U.mean(axis=0)
+    cov = np.atleast_2d(np.cov(U, rowvar=False)) + 1e-6 * np.eye(k)
+    return ActiveFactors(V=V, b=b, U=U, prior_mean=mean, prior_cov=cov, rank=k,
+                         weight_decay=float(weight_decay), objective=float(res.fun), converged=bool(res.success))
+
+
+def active_factor_cv(H: npt.ArrayLike, *, ranks: Sequence[int] = (2, 4, 8, 16, 32),
+                     weight_decays: Sequence[float] = (1.0,), holdout: float = 0.1, seed: int,
+                     max_iter: int = 500) -> ActiveFactors:
+    """Choose the rank (and weight decay) by held-out log loss, then refit on every entry.
+
+    A fraction ``holdout`` of the observed entries (chosen with ``seed``) is hidden; each
+    ``(rank, weight_decay)`` is fitted on the rest with :func:`active_factor_fit` and scored by
+    the mean log loss of the hidden entries. The best setting is refitted on all of ``H``.
+
+    Parameters
+    ----------
+    H : (n_models, n_items) array
+        0/1 with NaN for unobserved.
+    ranks, weight_decays : sequences
+        The grid.
+    holdout : float
+        Fraction of observed entries held out, in (0, 0.5].
+    seed : int
+    max_iter : int
+
+    Returns
+    -------
+    ActiveFactors
+        Fitted on all entries, with ``cv`` holding one row per setting
+        (``rank, weight_decay, heldout_logloss, heldout_accuracy``).
+
+    Raises
+    ------
+    ValueError
+        Bad ``H`` (see :func:`active_factor_fit`), an empty grid or ``holdout`` outside (0, 0.5].
+    """
+    arr = _check_history(H)
+    if not 0 < holdout <= 0.5:
+        raise ValueError(f"holdout must be in (0, 0.5], got {holdout!r}")
+    if len(ranks) == 0 or len(weight_decays) == 0:
+        raise ValueError("give at least one rank and one weight decay")
+    rng = np.random.default_rng(seed)
+    obs = np.flatnonzero(~np.isnan(arr))
+    hide = rng.choice(obs, size=max(1, int(round(holdout * obs.size))), replace=False)
+    flat = arr.copy().ravel()
+    flat[hide] = np.nan
+    train = flat.reshape(arr.shape)
+    keep = ~np.isnan(train).all(axis=1)
+    rows = []
+    hr, hc = np.unravel_index(hide, arr.shape)
+    for k in ranks:
+        for lam in weight_decays:
+            fit = active_factor_fit(train[keep], rank=int(k), weight_decay=float(lam), max_iter=max_iter)
+            U = np.zeros((arr.shape[0], fit.rank))
+            U[keep] = fit.U
+            U[~keep] = fit.prior_mean
+            x = np.einsum("ik,ik->i", U[hr], fit.V[hc]) + fit.b[hc]
+            y = arr.ravel()[hide]
+            ll = float(np.mean(np.logaddexp(0.0, x) - y * x))
+            acc = float(np.mean((x > 0) == (y == 1)))
+            rows.append({"rank": int(k), "weight_decay": float(lam), "heldout_logloss": ll,
+                         "heldout_accuracy": acc, "converged": fit.converged})
+    cv = pd.DataFrame(rows)
+    i_best = int(np.argmin(cv["heldout_logloss"].to_numpy()))
+    final = active_factor_fit(arr, rank=int(cv["rank"].to_numpy()[i_best]),
+                              weight_decay=float(cv["weight_decay"].to_numpy()[i_best]),
+                              max_iter=max_iter)
+    return replace(final, cv=cv)
+
+
+# --------------------------------------------------------------------------------------------
+# Stages 2 and 3: samplers, online Laplace update, PAI
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ActiveParams:
+    """Hyper-parameters of the FAQ sampler (METHODS section 2).
+
+    ``alpha_t = max(0, 1 - t / (rho n_b))`` mixes the active-learning score in early;
+    ``beta_t = beta0 min(1, t / (gamma n_b))`` tempers the mixture; ``tau`` is the uniform floor.
+    ``tau`` is also the floor of sequential active inference. ``n_strata`` is used by the
+    stratified baseline.
+    """
+
+    beta0: float = 1.0
+    rho: float = 0.2
+    gamma: float = 0.2
+    tau: float = 0.2
+    n_strata: int = 10
+
+    def __post_init__(self) -> None:
+        if not self.beta0 >= 0:
+            raise ValueError(f"beta0 must be >= 0, got {self.beta0}")
+        if not (self.rho > 0 and self.gamma > 0):
+            raise ValueError(f"rho and gamma must be positive, got rho={self.rho}, gamma={self.gamma}")
+        if not 0 < self.tau <= 1:
+            raise ValueError(f"tau must be in (0, 1] (tau = 0 lets q_t(j) reach 0 and breaks PAI), got {self.tau}")
+        if self.n_strata < 1:
+            raise ValueError(f"n_strata must be >= 1, got {self.n_strata}")
+
+
+@dataclass(frozen=True)
+class ActiveResult:
+    """Estimates of every (model, trial) of one :func:`active_run` call.
+
+    Attributes
+    ----------
+    method : str
+    budget : int
+        ``n_b``, queries per model and trial (in expectation for ``active_inference``).
+    estimate, se, ci_low, ci_high : (n_models, n_trials) float arrays
+    truth : (n_models,) float array
+        ``mean_j z_j`` of each model's full row.
+    n_queries : (n_models, n_trials) int array
+        Queries actually made.
+    alpha : float
+    seconds : float
+        Wall time of the call.
+    params : ActiveParams
+    """
+
+    method: str
+    budget: int
+    estimate: np.ndarray
+    se: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    truth: np.ndarray
+    n_queries: np.ndarray
+    alpha: float
+    seconds: float
+    params: ActiveParams
+
+    def to_frame(self) -> pd.DataFrame:
+        """Long table in the :func:`evalkit.mc_run` format (``rep`` = model x trial), plus
+        ``model``, ``trial``, ``budget``."""
+        n_m, n_t = self.estimate.shape
+        model = np.repeat(np.arange(n_m), n_t)
+        trial = np.tile(np.arange(n_t), n_m)
+        return pd.DataFrame({
+            "budget": self.budget, "model": model, "trial": trial, "rep": model * n_t + trial,
+            "estimator": self.method, "truth": self.truth[model], "estimate": self.estimate.ravel(),
+            "se": self.se.ravel(), "ci_low": self.ci_low.ravel(), "ci_high": self.ci_high.ravel(), "error": "",
+        })
+
+
+def _check_outcomes(Z: npt.ArrayLike, n_items: int) -> np.ndarray:
+    arr = np.asarray(Z, dtype=float)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2:
+        raise ValueError(f"Z must be a (n_models, n_items) 0/1 matrix, got shape {arr.shape}")
+    if arr.shape[1] != n_items:
+        raise ValueError(f"Z has {arr.shape[1]} items but the factor model has {n_items}; they must align")
+    if np.isnan(arr).any():
+        raise ValueError(
+            f"Z contains {int(np.isnan(arr).sum())} NaN values: the item bank must be fully observed for "
+            "the queried models (restrict the bank to a model's observed items, as active_run's real-data "
+            "use in notebook 06 does)"
+        )
+    bad = (arr != 0) & (arr != 1)
+    if bad.any():
+        raise ValueError(f"Z must hold 0/1 outcomes; found {int(bad.sum())} other values")
+    return arr
+
+
+def _rngs(seed: int | np.random.SeedSequence, n_models: int, n_trials: int) -> list[np.random.Generator]:
+    """One generator per (model, trial), spawned from one SeedSequence, row-major."""
+    # a fresh copy: SeedSequence.spawn is stateful, and the same seed must give the same draws
+    root = (np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key)
+            if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed))
+    out: list[np.random.Generator] = []
+    for child in root.spawn(n_models):
+        out.extend(np.random.default_rng(g) for g in child.spawn(n_trials))
+    return out
+
+
+def _draw_inverse_cdf(q: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """One index per row of ``q`` (rows sum to about 1) from uniforms ``u`` by inverse CDF."""
+    cdf = np.cumsum(q, axis=1)
+    target = u * cdf[:, -1]
+    idx = (cdf < target[:, None]).sum(axis=1)
+    return np.minimum(idx, q.shape[1] - 1)
+
+
+def _wald(est: np.ndarray, se: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    z = stats.norm.ppf(1 - alpha / 2)
+    return est - z * se, est + z * se
+
+
+def _uniform_family(Z: np.ndarray, factors: ActiveFactors, budget: int, method: str, params: ActiveParams,
+                    rngs: list[np.random.Generator]) -> tuple[np.ndarray, np.ndarray]:
+    """Uniform draws with replacement and three estimators on the same sample."""
+    B, N = Z.shape
+    idx = np.stack([g.integers(0, N, size=budget) for g in rngs])
+    z = np.take_along_axis(Z, idx, axis=1)
+    if method == "uniform":
+        est = z.mean(axis=1)
+        se = z.std(axis=1, ddof=1) / math.sqrt(budget) if budget > 1 else np.full(B, np.nan)
+        return est, se
+    f_all = factors.predict()  # static predictions at the prior mean
+    if method == "ppi":
+        return _ppi_mean(z, f_all[idx], f_all)
+    # post-stratification by factor-model difficulty
+    K = int(min(params.n_strata, N))
+    edges = np.quantile(f_all, np.linspace(0, 1, K + 1)[1:-1])
+    stratum = np.searchsorted(edges, f_all, side="right")
+    W = np.bincount(stratum, minlength=K) / N
+    s = stratum[idx]
+    flat = (np.arange(B)[:, None] * K + s).ravel()
+    cnt = np.bincount(flat, minlength=B * K).reshape(B, K)
+    tot = np.bincount(flat, weights=z.ravel(), minlength=B * K).reshape(B, K)
+    tot2 = np.bincount(flat, weights=(z * z).ravel(), minlength=B * K).reshape(B, K)
+    overall = z.mean(axis=1, keepdims=True)
+    overall_var = z.var(axis=1, ddof=1, keepdims=True) if budget > 1 else np.zeros((B, 1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_h = np.where(cnt > 0, tot / np.maximum(cnt, 1), overall)  # empty stratum: the overall mean
+        var_h = np.where(cnt > 1, (tot2 - cnt * mean_h**2) / np.maximum(cnt - 1, 1), overall_var)
+    est = (W * mean_h).sum(axis=1)
+    se = np.sqrt((W**2 * var_h / np.maximum(cnt, 1)).sum(axis=1))
+    return est, se
+
+
+def _ppi_mean(y: np.ndarray, yhat: np.ndarray, yhat_all: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """PPI++ mean with the power-tuned lambda, row by row, exactly as ``ppi_py.ppi_mean_ci``.
+
+    ``y, yhat``: (B, n) labels and predictions of the sample; ``yhat_all``: (N,) predictions of
+    the whole bank (ppi_py's "unlabeled" set).
+    """
+    B, n = y.shape
+    N = yhat_all.shape[0]
+    # lambda from the PPI (lambda = 1) point estimate; the centring cancels in both moments
+    yc = y - y.mean(axis=1, keepdims=True)
+    fc = yhat - yhat.mean(axis=1, keepdims=True)
+    cov = 2.0 * (yc * fc).sum(axis=1) / n
+    both_sum = yhat.sum(axis=1) + yhat_all.sum()
+    both_mean = both_sum / (n + N)
+    ss = ((yhat - both_mean[:, None]) ** 2).sum(axis=1) + (
+        (yhat_all**2).sum() - 2 * both_mean * yhat_all.sum() + N * both_mean**2)
+    var_hat = ss / (n + N - 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lam = np.clip(np.where(var_hat > 0, cov / (2 * (1 + n / N) * var_hat), 0.0), 0.0, 1.0)
+    est = lam * yhat_all.mean() + (y - lam[:, None] * yhat).mean(axis=1)
+    imputed = (lam * yhat_all.std()) ** 2 / N
+    rect = (y - lam[:, None] * yhat).std(axis=1) ** 2 / n
+    return est, np.sqrt(imputed + rect)
+
+
+def _laplace_step(u: np.ndarray, S: np.ndarray, v: np.ndarray, z: np.ndarray, p: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Batched rank-one Laplace update; returns (u_new, S_new, delta_u, Sv, coef).
+
+    ``S <- S - w S v v' S / (1 + w v' S v)``, ``u <- u + S_new v (z - p)`` with ``w = p (1 - p)``.
+    """
+    w = p * (1 - p)
+    Sv = np.matmul(S, v[:, :, None])[:, :, 0]
+    vSv = np.einsum("bk,bk->b", v, Sv)
+    coef = w / (1 + w * vSv)
+    Svc = Sv * np.sqrt(coef)[:, None]
+    S_new = S - np.matmul(Svc[:, :, None], Svc[:, None, :])
+    S_new_v = Sv / (1 + w * vSv)[:, None]
+    delta = S_new_v * (z - p)[:, None]
+    return u + delta, S_new, delta, Svc
+
+
+def active_pai(z: npt.ArrayLike, q: npt.ArrayLike, p: npt.ArrayLike, p_mean: npt.ArrayLike, n_items: int, *,
+               alpha: float = 0.05, variance: Literal["source", "empirical"] = "source") -> Estimate:
+    """The Pro-Active Inference estimate and Wald interval from the log of one adaptive run [FAQ].
+
+    With ``N = n_items``, ``phi_t = p_mean_t + (z_t - p_t) / (N q_t)`` and
+    ``theta_hat = mean_t phi_t``. The source's closed-form variance is
+    ``sigma^2 = (1/(n N^2)) sum_t (z_t - p_t)^2 / q_t^2 - (1/(n N^2)) sum_t (HT - N p_mean_t)^2``
+    with ``HT = (1/n) sum_s z_s / q_s``, and the interval is
+    ``theta_hat -/+ z_{1-alpha/2} sigma / sqrt(n)``. Valid for any sampler that draws with
+    replacement from a ``q_t`` fixed before step ``t`` with ``q_t(j) > 0`` for every item.
+
+    Parameters
+    ----------
+    z : (n,) 0/1 array
+        Outcome of the item queried at step ``t``.
+    q : (n,) array
+        Its sampling probability ``q_t(I_t)``, in (0, 1].
+    p : (n,) array
+        The working model's prediction ``p_{I_t}^(t-1)`` for it.
+    p_mean : (n,) array
+        ``(1/N) sum_j p_j^(t-1)``: the model's bank accuracy before step ``t``.
+    n_items : int
+        ``N``, the size of the bank.
+    alpha : float
+    variance : {"source", "empirical"}
+        The source's closed form, or the empirical variance of the ``phi_t``.
+
+    Returns
+    -------
+    Estimate
+        ``method="PAI"``; ``n`` is the number of steps.
+
+    Raises
+    ------
+    ValueError
+        Misaligned inputs, fewer than 2 steps, ``z`` not 0/1, ``q`` outside (0, 1], NaN.
+
+    Examples
+    --------
+    >>> est = active_pai([1, 0], [0.01, 0.02], [0.6, 0.5], [0.5, 0.5], n_items=100)
+    >>> round(est.estimate, 3)
+    0.575
+    """
+    zz = as_binary_vector(z, "z")
+    qq = as_float_vector(q, "q")
+    pp = as_float_vector(p, "p")
+    pm = as_float_vector(p_mean, "p_mean")
+    if not zz.size == qq.size == pp.size == pm.size:
+        raise ValueError(f"z, q, p and p_mean must have the same length, got {zz.size}, {qq.size}, {pp.size}, "
+                         f"{pm.size}")
+    if zz.size < 2:
+        raise ValueError("PAI needs at least 2 steps")
+    if ((qq <= 0) | (qq > 1)).any():
+        raise ValueError("q must hold the sampling probabilities q_t(I_t), in (0, 1]")
+    if ((pp < 0) | (pp > 1) | (pm < 0) | (pm > 1)).any():
+        raise ValueError("p and p_mean must be probabilities in [0, 1]")
+    if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or n_items < 1:
+        raise ValueError(f"n_items must be a positive int, got {n_items!r}")
+    if variance not in ("source", "empirical"):
+        raise ValueError(f"variance must be 'source' or 'empirical', got {variance!r}")
+    check_alpha(alpha)
+    est, se = _pai(zz[None], qq[None], pp[None], pm[None], int(n_items), variance)
+    lo, hi = _wald(est, se, alpha)
+    return Estimate(float(est[0]), float(se[0]), float(lo[0]), float(hi[0]), math.inf, "PAI", int(zz.size))
+
+
+def _pai(z: np.ndarray, q: np.ndarray, p: np.ndarray, p_mean: np.ndarray, N: int, variance: str
+         ) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of logs ``(B, n)`` -> (estimate, se) of PAI (see :func:`active_pai`)."""
+    n = z.shape[1]
+    phi = p_mean + (z - p) / (N * q)
+    est = phi.mean(axis=1)
+    if variance == "source":
+        ht = (z / q).mean(axis=1, keepdims=True)  # (1/n) sum_s z_s / q_s
+        s2 = ((((z - p) / q) ** 2).sum(axis=1) - ((ht - N * p_mean) ** 2).sum(axis=1)) / (n * N**2)
+    else:
+        s2 = ((phi - est[:, None]) ** 2).sum(axis=1) / (n - 1)
+    if (s2 <= 0).any():
+        warn(f"{int((s2 <= 0).sum())} PAI variance estimates were <= 0 (tiny budget?) and were set to 0")
+    return est, np.sqrt(np.maximum(s2, 0.0) / n)
+
+
+def _draw_blocked(mix: np.ndarray, target: np.ndarray, blk: int) -> np.ndarray:
+    """Inverse-CDF draw per row of the unnormalised ``mix`` (width a multiple of ``blk``).
+
+    Two levels (block sums, then one block) replace a full cumulative sum: one pass over ``mix``.
+    ``target`` is in ``[0, row total)``.
+    """
+    B, Np = mix.shape
+    sums = mix.reshape(B, Np // blk, blk).sum(axis=2, dtype=np.float64)
+    csum = np.cumsum(sums, axis=1)
+    block = np.minimum((csum <= target[:, None]).sum(axis=1), Np // blk - 1)
+    # a block with zero mass is never chosen unless rounding pushes past the end: step back
+    while True:
+        empty = sums[np.arange(B), block] <= 0
+        if not empty.any():
+            break
+        block[empty] -= 1
+    before = np.where(block > 0, csum[np.arange(B), np.maximum(block - 1, 0)], 0.0)
+    cols = block[:, None] * blk + np.arange(blk)
+    inner = np.cumsum(np.take_along_axis(mix, cols, axis=1).astype(np.float64), axis=1)
+    pos = np.minimum((inner <= (target - before)[:, None]).sum(axis=1), blk - 1)
+    # never land on a zero-probability item (rounding at a block's right end)
+    vals = np.take_along_axis(mix, cols, axis=1)
+    for r in np.flatnonzero(vals[np.arange(B), pos] <= 0):
+        nz = np.flatnonzero(vals[r] > 0)
+        pos[r] = nz[np.searchsorted(nz, pos[r], side="right") - 1] if (nz <= pos[r]).any() else nz[0]
+    return block * blk + pos
+
+
+_BLOCK = 128  # items per block of the two-level sampler
+
+
+def _faq_batch(Z: np.ndarray, factors: ActiveFactors, budget: int, params: ActiveParams,
+               rngs: list[np.random.Generator], *, replace_draws: bool, weighted: bool,
+               variance: str, trace: bool = False) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """The FAQ loop (stage 2) and the PAI estimate (stage 3) for a block of rows."""
+    B, N = Z.shape
+    n_b = budget
+    tau = params.tau
+    Np = -(-N // _BLOCK) * _BLOCK  # items padded to whole blocks; pads carry zero mass
+    V = factors.V
+    Vp = np.zeros((Np, V.shape[1]))
+    Vp[:N] = V
+    V32 = Vp.astype(_FLOAT)
+    VT32 = np.ascontiguousarray(V32.T)
+    bp = np.zeros(Np)
+    bp[:N] = factors.b
+    unif = np.stack([g.random(n_b) for g in rngs])
+    u = np.tile(factors.prior_mean, (B, 1))
+    S = np.tile(factors.prior_cov, (B, 1, 1))
+    logits = (u.astype(_FLOAT) @ VT32) + bp.astype(_FLOAT)
+    d = None
+    if params.rho * n_b > 1:  # alpha_t > 0 for some t >= 1
+        d = np.einsum("jk,kl,jl->j", Vp, factors.prior_cov, Vp).astype(_FLOAT)[None, :].repeat(B, 0)
+    rows = np.arange(B)
+    drawn = np.zeros((B, Np), dtype=bool) if not replace_draws else None
+    log_z = np.empty((B, n_b))  # z_{I_t}
+    log_q = np.empty((B, n_b))  # q_t(I_t)
+    log_p = np.empty((B, n_b))  # p_{I_t}^(t-1)
+    log_pm = np.empty((B, n_b))  # (1/N) sum_j p_j^(t-1)
+    cvar = np.empty((B, n_b))  # model-based conditional variance of phi_t (faq_weighted)
+    tr_q: list[np.ndarray] = []
+    half = _FLOAT(0.5)
+    quarter = _FLOAT(0.25)
+    for t in range(1, n_b + 1):
+        # p = sigmoid(x) = (1 + tanh(x/2)) / 2 and w = p (1 - p) = (1 - tanh(x/2)^2) / 4
+        th = np.multiply(logits, half)
+        np.tanh(th, out=th)
+        ps = 0.5 * (N + th[:, :N].sum(axis=1, dtype=np.float64))  # sum_j p_j^(t-1)
+        w = np.square(th)
+        np.subtract(_FLOAT(1), w, out=w)
+        w *= quarter
+        w[:, N:] = 0
+        alpha_t = max(0.0, 1.0 - t / (params.rho * n_b))
+        beta_t = params.beta0 * min(1.0, t / (params.gamma * n_b))
+        if alpha_t > 0:
+            assert d is not None
+            mix = np.sqrt(w)
+            mix /= mix.sum(axis=1, keepdims=True)
+            g = (w @ V32) / N  # (B, k): (1/N) sum_j w_j v_j
+            Sg = np.matmul(S, g.astype(float)[:, :, None])[:, :, 0].astype(_FLOAT)
+            c = Sg @ VT32  # v_j' Sigma g
+            s_a = w * c
+            s_a *= c
+            den = w * d
+            den += 1
+            s_a /= den
+            tot = s_a.sum(axis=1, keepdims=True)
+            tot = np.where(tot > 0, tot, _FLOAT(1))
+            s_a *= _FLOAT(alpha_t) / tot
+            mix *= _FLOAT(1 - alpha_t)
+            mix += s_a
+            if beta_t != 1.0:
+                np.power(mix, _FLOAT(beta_t), out=mix)
+        elif beta_t == 1.0:
+            mix = np.sqrt(w)
+        elif beta_t == 2.0:
+            mix = w.copy()
+        else:  # sqrt(w)^beta = w^(beta / 2)
+            mix = np.power(w, _FLOAT(beta_t / 2))
+        mix[:, N:] = 0
+        if drawn is not None:
+            mix[drawn] = 0
+            n_left = N - drawn.sum(axis=1)
+        else:
+            n_left = np.full(B, N)
+        # q_t = tau / N + (1 - tau) mix / sum(mix); one uniform draws from the mixture: below
+        # tau, a uniform item (among those left); above, the inverse CDF of mix
+        uu = unif[:, t - 1]
+        low = uu < tau
+        total = mix.sum(axis=1, dtype=np.float64)
+        idx = _draw_blocked(mix, np.clip((uu - tau) / (1 - tau), 0, 1) * total, _BLOCK)
+        if low.any():
+            kth = np.floor(uu[low] / tau * n_left[low]).astype(int)
+            if drawn is None:
+                idx[low] = kth
+            else:
+                for r, kk in zip(np.flatnonzero(low), kth, strict=True):
+                    idx[r] = np.flatnonzero(~drawn[r, :N])[kk]
+        mix_i = mix[rows, idx].astype(float)
+        q_i = tau / n_left + (1 - tau) * mix_i / total
+        if trace:
+            qt = (1 - tau) * mix[:, :N].astype(float) / total[:, None] + tau / n_left[:, None]
+            if drawn is not None:
+                qt[drawn[:, :N]] = 0
+            tr_q.append(qt)
+        if drawn is not None:
+            drawn[rows, idx] = True
+        p_i = 0.5 * (1.0 + th[rows, idx].astype(float))
+        z = Z[rows, idx]
+        log_z[:, t - 1] = z
+        log_q[:, t - 1] = q_i
+        log_p[:, t - 1] = p_i
+        log_pm[:, t - 1] = ps / N
+        if weighted:
+            # model-based E[(phi_t - theta)^2 | past] under the current predictions
+            q_all = (1 - tau) * mix[:, :N] / total[:, None].astype(_FLOAT) + _FLOAT(tau / N)
+            cvar[:, t - 1] = ((w[:, :N] / q_all).sum(axis=1, dtype=np.float64)) / N**2 + 1e-12
+        # rank-one Laplace update (Sherman-Morrison), then the logits and the quadratic forms
+        v = Vp[idx]
+        u, S, delta, Sv_scaled = _laplace_step(u, S, v, z, p_i)
+        logits += delta.astype(_FLOAT) @ VT32
+        if d is not None and t + 1 < params.rho * n_b:
+            a = Sv_scaled.astype(_FLOAT) @ VT32
+            a *= a
+            d -= a
+    info: dict[str, Any] = {"q": tr_q} if trace else {}
+    if weighted:
+        phi = log_pm + (log_z - log_p) / (N * log_q)
+        a_t = 1.0 / cvar
+        a_t /= a_t.sum(axis=1, keepdims=True)
+        est = (a_t * phi).sum(axis=1)
+        var_w = ((a_t**2) * (phi - est[:, None]) ** 2).sum(axis=1) * n_b / (n_b - 1)
+        return est, np.sqrt(var_w), info
+    est, se = _pai(log_z, log_q, log_p, log_pm, N, variance)
+    return est, se, info
+
+
+def _active_inference_batch(Z: np.ndarray, factors: ActiveFactors, budget: int, params: ActiveParams,
+                            rngs: list[np.random.Generator]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sequential active inference: a random stream of all N items, each labelled with probability pi_j."""
+    B, N = Z.shape
+    V = factors.V
+    VT32 = np.ascontiguousarray(V.astype(_FLOAT).T)
+    order = np.stack([g.permutation(N) for g in rngs])
+    xi_u = np.stack([g.random(N) for g in rngs])
+    u = np.tile(factors.prior_mean, (B, 1))
+    S = np.tile(factors.prior_cov, (B, 1, 1))
+    rate = budget / N
+    refresh = max(1, N // budget)
+    rows = np.arange(B)
+    phi_sum = np.zeros(B)
+    var_sum = np.zeros(B)
+    n_lab = np.zeros(B, dtype=int)
+    mean_s = np.ones(B)
+    for step in range(N):
+        if step % refresh == 0:
+            P = _sigmoid(u.astype(_FLOAT) @ VT32 + factors.b.astype(_FLOAT))
+            mean_s = np.sqrt(P * (1 - P)).mean(axis=1, dtype=np.float64)
+        j = order[:, step]
+        v = V[j]
+        p = _sigmoid(np.einsum("bk,bk->b", u, v) + factors.b[j])
+        s = np.sqrt(p * (1 - p))
+        pi = np.minimum(1.0, rate * (params.tau + (1 - params.tau) * s / mean_s))
+        lab = xi_u[:, step] < pi
+        z = Z[rows, j]
+        phi_sum += p + np.where(lab, (z - p) / pi, 0.0)
+        var_sum += np.where(lab, (z - p) ** 2 * (1 - pi) / pi**2, 0.0)
+        n_lab += lab
+        if lab.any():
+            b_idx = np.flatnonzero(lab)
+            u_new, S_new, _, _ = _laplace_step(u[b_idx], S[b_idx], v[b_idx], z[b_idx], p[b_idx])
+            u[b_idx] = u_new
+            S[b_idx] = S_new
+    return phi_sum / N, np.sqrt(var_sum) / N, n_lab
+
+
+def active_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, method: str = "faq",
+               params: ActiveParams | None = None, n_trials: int = 1, seed: int | np.random.SeedSequence = 0,
+               alpha: float = 0.05, variance: Literal["source", "empirical"] = "source") -> ActiveResult:
+    """Estimate the accuracy of every row of ``Z`` from ``budget`` queries, all rows at once.
+
+    Every (model, trial) pair is one row of a stacked computation with its own generator,
+    spawned from ``SeedSequence(seed)`` (model-major, then trial), so a model's result does not
+    depend on which other models are in the batch. The method sees ``Z[m, j]`` only for the
+    items it queries.
+
+    Parameters
+    ----------
+    Z : (n_models, n_items) 0/1 array
+        The new models' full outcomes (the truth ``theta_m = Z[m].mean()``); no NaN.
+    factors : ActiveFactors
+        Stage 1 fit on historical models only (never on the rows of ``Z``).
+    budget : int
+        ``n_b``, queries per model and trial (in expectation for ``active_inference``).
+    method : str
+        One of :data:`METHODS`.
+    params : ActiveParams, optional
+        Sampler hyper-parameters (tune them with :func:`active_tune` on validation models).
+    n_trials : int
+        Independent trials per model.
+    seed : int or SeedSequence
+    alpha : float
+        Two-sided level of the Wald intervals.
+    variance : {"source", "empirical"}
+        PAI variance: the source's closed form (default) or the empirical variance of the
+        ``phi_t`` (both consistent under the martingale CLT).
+
+    Returns
+    -------
+    ActiveResult
+
+    Raises
+    ------
+    ValueError
+        Unknown method, ``Z`` not 0/1 or misaligned with ``factors``, NaN in ``Z``, a budget
+        outside ``2 .. n_items`` (``n_items - 1`` queries at most without replacement).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(1)
+    >>> H = (rng.random((60, 200)) < 0.6).astype(float)
+    >>> fac = active_factor_fit(H, rank=2)
+    >>> Z = (rng.random((3, 200)) < 0.6).astype(float)
+    >>> res = active_run(Z, fac, 40, method="faq", n_trials=2, seed=0)
+    >>> res.estimate.shape
+    (3, 2)
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    arr = _check_outcomes(Z, factors.n_items)
+    N = arr.shape[1]
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or not 2 <= budget <= N:
+        raise ValueError(f"budget must be an int between 2 and n_items = {N}, got {budget!r}")
+    if method == "faq_norep" and budget >= N:
+        raise ValueError("without replacement the budget must be below n_items")
+    if isinstance(n_trials, bool) or not isinstance(n_trials, (int, np.integer)) or n_trials < 1:
+        raise ValueError(f"n_trials must be a positive int, got {n_trials!r}")
+    if variance not in ("source", "empirical"):
+        raise ValueError(f"variance must be 'source' or 'empirical', got {variance!r}")
+    check_alpha(alpha)
+    prm = params if params is not None else ActiveParams()
+    M = arr.shape[0]
+    rngs = _rngs(seed, M, n_trials)
+    Zb = np.repeat(arr, n_trials, axis=0)
+    start = time.perf_counter()
+    n_queries = np.full(M * n_trials, int(budget))
+    if method in ("uniform", "stratified", "ppi"):
+        est, se = _uniform_family(Zb, factors, int(budget), method, prm, rngs)
+    elif method == "active_inference":
+        est, se, n_queries = _active_inference_batch(Zb, factors, int(budget), prm, rngs)
+    else:
+        # chunks of rows keep the (rows, items) work arrays in cache; rows are independent
+        parts = [_faq_batch(Zb[i: i + _CHUNK].astype(float), factors, int(budget), prm, rngs[i: i + _CHUNK],
+                            replace_draws=method != "faq_norep", weighted=method == "faq_weighted",
+                            variance=variance)[:2] for i in range(0, Zb.shape[0], _CHUNK)]
+        est = np.concatenate([p[0] for p in parts])
+        se = np.concatenate([p[1] for p in parts])
+    seconds = time.perf_counter() - start
+    lo, hi = _wald(est, se, alpha)
+    shape = (M, n_trials)
+    return ActiveResult(method=method, budget=int(budget), estimate=est.reshape(shape), se=se.reshape(shape),
+                        ci_low=lo.reshape(shape), ci_high=hi.reshape(shape), truth=arr.mean(axis=1),
+                        n_queries=np.asarray(n_queries).reshape(shape), alpha=float(alpha), seconds=seconds,
+                        params=prm)
+
+
+def active_sampling_trace(z: npt.ArrayLike, factors: ActiveFactors, budget: int, *,
+                          params: ActiveParams | None = None, seed: int = 0, replace: bool = True
+                          ) -> np.ndarray:
+    """The FAQ sampling distributions ``q_t`` of one model, step by step (for pictures).
+
+    Parameters
+    ----------
+    z : (n_items,) 0/1 array
+    factors : ActiveFactors
+    budget : int
+    params : ActiveParams, optional
+    seed : int
+    replace : bool
+        False for the without-replacement heuristic.
+
+    Returns
+    -------
+    (budget, n_items) float array
+        Row ``t - 1`` is ``q_t``.
+    """
+    arr = _check_outcomes(z, factors.n_items)
+    if arr.shape[0] != 1:
+        raise ValueError("active_sampling_trace takes one model's outcome vector")
+    N = arr.shape[1]
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or not 2 <= budget < N:
+        raise ValueError(f"budget must be an int between 2 and n_items - 1 = {N - 1}, got {budget!r}")
+    prm = params if params is not None else ActiveParams()
+    _, _, info = _faq_batch(arr, factors, int(budget), prm, _rngs(seed, 1, 1), replace_draws=replace,
+                            weighted=False, variance="source", trace=True)
+    return np.concatenate(info["q"], axis=0)
+
+
+# --------------------------------------------------------------------------------------------
+# Tuning, evaluation, ceiling
+# --------------------------------------------------------------------------------------------
+
+_DEFAULT_GRID: Mapping[str, Sequence[float]] = {
+    "beta0": (0.5, 1.0), "rho": (0.1, 0.3), "gamma": (0.1, 0.3), "tau": (0.1, 0.3),
+}
+
+
+def active_tune(Z_val: npt.ArrayLike, factors: ActiveFactors, budget: int, *,
+                grid: Mapping[str, Sequence[float]] | None = None, method: str = "faq", n_trials: int = 1,
+                seed: int = 0) -> tuple[ActiveParams, pd.DataFrame]:
+    """Tune ``(beta0, rho, gamma, tau)`` on validation models by pooled mean squared error.
+
+    Run on models that are neither historical (in ``factors``) nor test models.
+
+    Parameters
+    ----------
+    Z_val : (n_val, n_items) 0/1 array
+        Full outcomes of the validation models.
+    factors : ActiveFactors
+    budget : int
+    grid : mapping name -> values, optional
+        Defaults to two values of each of ``beta0, rho, gamma, tau``.
+    method : str
+        ``faq`` (default) or another FAQ variant.
+    n_trials : int
+    seed : int
+
+    Returns
+    -------
+    best : ActiveParams
+    table : DataFrame
+        One row per grid point: the parameters, ``mse`` and ``ess_pooled``.
+    """
+    g = dict(_DEFAULT_GRID if grid is None else grid)
+    unknown = set(g) - set(_DEFAULT_GRID)
+    if unknown:
+        raise ValueError(f"unknown grid names {sorted(unknown)}; tune only beta0, rho, gamma, tau")
+    names = list(g)
+    rows = []
+    for combo in np.array(np.meshgrid(*[np.asarray(g[n], dtype=float) for n in names], indexing="ij")).reshape(
+            len(names), -1).T:
+        values = dict(zip(names, map(float, combo), strict=True))
+        prm = replace(ActiveParams(), **values)  # type: ignore[arg-type]
+        res = active_run(Z_val, factors, budget, method=method, params=prm, n_trials=n_trials, seed=seed)
+        err = res.estimate - res.truth[:, None]
+        mse = float(np.mean(err**2))
+        unif = float(np.mean(res.truth * (1 - res.truth))) / budget
+        rows.append({**values, "mse": mse, "ess_pooled": unif / mse})
+    table = pd.DataFrame(rows).sort_values("mse", kind="stable").reset_index(drop=True)
+    best = replace(ActiveParams(), **{n: float(table[n].to_numpy()[0]) for n in names})  # type: ignore[arg-type]
+    return best, table
+
+
+def active_ceiling(P: npt.ArrayLike, Z: npt.ArrayLike, budget: int) -> pd.Series:
+    """The ESS attainable if each model's success probabilities ``P`` were known before the first query.
+
+    With ``p`` known and fixed, PAI with ``q_j`` proportional to ``sqrt(p_j (1 - p_j))`` has exact
+    variance ``[(1/N^2) sum_j (z_j - p_j)^2 / q_j - (theta - mean(p))^2] / n_b``; only each item's
+    Bernoulli noise is left. Uniform sampling with replacement has ``theta (1 - theta) / n_b``.
+
+    Parameters
+    ----------
+    P : (n_models, n_items) array
+        The true probabilities (the generator's, on semi-synthetic data).
+    Z : (n_models, n_items) 0/1 array
+        The realised outcomes.
+    budget : int
+
+    Returns
+    -------
+    Series
+        ``ess_pooled`` (ratio of summed variances), ``ess_mean`` (mean of per-model ratios).
+    """
+    Pa = np.atleast_2d(np.asarray(P, dtype=float))
+    Za = np.atleast_2d(np.asarray(Z, dtype=float))
+    if Pa.shape != Za.shape:
+        raise ValueError(f"P {Pa.shape} and Z {Za.shape} must have the same shape")
+    if ((Pa <= 0) | (Pa >= 1)).any():
+        raise ValueError("P must be strictly between 0 and 1")
+    N = Pa.shape[1]
+    s = np.sqrt(Pa * (1 - Pa))
+    q = s / s.sum(axis=1, keepdims=True)
+    theta = Za.mean(axis=1)
+    var_m = (((Za - Pa) ** 2 / q).sum(axis=1) / N**2 - (theta - Pa.mean(axis=1)) ** 2) / budget
+    var_u = theta * (1 - theta) / budget
+    return pd.Series({"ess_pooled": float(var_u.sum() / var_m.sum()), "ess_mean": float(np.mean(var_u / var_m))})
+
+
+def active_evaluate(results: Sequence[ActiveResult], *, n_boot: int = 500, seed: int = 0,
+                    ceiling: Mapping[int, float] | None = None) -> pd.DataFrame:
+    """Score runs against the truth: ESS (three definitions), coverage with MCSE, width, bias.
+
+    ESS multipliers (larger is better; uniform sampling scores 1 on the first two in
+    expectation):
+
+    - ``ess`` (pooled): ``sum_m theta_m (1 - theta_m) / n_b`` over the method's summed mean
+      squared error, models pooled; its 95% interval ``ess_low, ess_high`` resamples models
+      (bootstrap over test models). This is evalkit's headline definition.
+    - ``ess_width``: ``(mean uniform width / mean method width)^2`` as in the source's released
+      code (needs a ``uniform`` run at the same budget among ``results``; NaN otherwise).
+    - ``ess_per_model``: the mean over models of per-model ratios; Jensen's inequality inflates
+      it (a mean of ``1 / MSE_m`` with few trials per model), so uniform itself scores above 1.
+
+    Coverage, bias and width come from :func:`evalkit.mc_summarise` on the (model, trial) rows.
+
+    Parameters
+    ----------
+    results : sequence of ActiveResult
+    n_boot : int
+    seed : int
+    ceiling : mapping budget -> float, optional
+        Ceiling ESS per budget (:func:`active_ceiling`), shown as ``ess_ceiling``.
+
+    Returns
+    -------
+    DataFrame
+        One row per (budget, method).
+    """
+    if len(results) == 0:
+        raise ValueError("give at least one ActiveResult")
+    rng = np.random.default_rng(seed)
+    uniform_width = {r.budget: float(np.mean(r.ci_high - r.ci_low)) for r in results if r.method == "uniform"}
+    rows = []
+    for r in results:
+        truth = r.truth
+        err2 = ((r.estimate - truth[:, None]) ** 2).mean(axis=1)  # per model
+        var_u = truth * (1 - truth) / r.budget
+        ess = float(var_u.sum() / err2.sum())
+        n_m = len(truth)
+        boot = rng.integers(0, n_m, size=(n_boot, n_m))
+        ess_b = var_u[boot].sum(axis=1) / err2[boot].sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per_model = float(np.mean(np.where(err2 > 0, var_u / err2, np.nan)))
+        summ = mc_summarise(r.to_frame().drop(columns=["budget", "model", "trial"])).iloc[0]
+        width = float(summ["width"])
+        uw = uniform_width.get(r.budget, np.nan)
+        rows.append({
+            "budget": r.budget, "method": r.method, "ess": ess,
+            "ess_low": float(np.quantile(ess_b, 0.025)), "ess_high": float(np.quantile(ess_b, 0.975)),
+            "ess_width": (uw / width) ** 2 if width > 0 else np.nan, "ess_per_model": per_model,
+            "ess_ceiling": np.nan if ceiling is None else float(ceiling.get(r.budget, np.nan)),
+            "coverage": float(summ["coverage"]), "coverage_mcse": float(summ["coverage_mcse"]),
+            "width": width, "bias": float(summ["bias"]), "bias_mcse": float(summ["bias_mcse"]),
+            "rmse": float(summ["rmse"]), "n_models": n_m, "n_trials": r.estimate.shape[1],
+            "seconds": r.seconds,
+        })
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------
+# Semi-synthetic leaderboards and the study behind the tables
+# --------------------------------------------------------------------------------------------
+
+SPARSITY: Mapping[str, tuple[float, float]] = {
+    "full": (1.0, 1.0),
+    "42%": (800 / 2211, 0.1),
+    "12%": (50 / 2211, 0.1),
+    "0.1%": (0.0, 0.001),
+}
+"""History-sparsity settings of the [FAQ] ablation: (fraction of historical rows fully observed,
+probability that each entry of the other rows is observed). The paper's ``n_full_obs = 800, 50, 0``
+of 2,211 historical models are kept as fractions; ``p_obs = 0.1, 0.1, 0.001``."""
+
+
+@dataclass(frozen=True)
+class ActiveData:
+    """A semi-synthetic leaderboard split by model: history, validation and test.
+
+    Attributes
+    ----------
+    H : (n_hist, n_items) array
+        Historical draws, NaN where hidden by the sparsity setting.
+    Z_val, Z_test : (n_val, n_items), (n_test, n_items) 0/1 arrays
+        Full rows of the validation and test models.
+    P_test : (n_test, n_items) array
+        The generator's probabilities for the test models (only for the ceiling).
+    suite, sparsity : str
+    observed : float
+        Fraction of ``H`` observed.
+    """
+
+    H: np.ndarray
+    Z_val: np.ndarray
+    Z_test: np.ndarray
+    P_test: np.ndarray
+    suite: str
+    sparsity: str
+    observed: float
+
+
+def active_semisynthetic(suite: str = "mmlu_pro", *, n_hist: int, n_val: int, n_test: int,
+                         n_items: int | None = None, sparsity: str = "full", seed: int) -> ActiveData:
+    """Draw a semi-synthetic leaderboard from the fitted Open LLM Leaderboard v2 factor model.
+
+    ``Y ~ Bernoulli(sigmoid(U V'))`` with :func:`evalkit.oll_matrix_draw` for ``n_hist + n_val +
+    n_test`` of its models (a fitted model of the real leaderboard, not its responses), split at
+    random into historical, validation and test models; the historical rows are then thinned by
+    ``sparsity`` (:data:`SPARSITY`). The generator's ``V`` is never returned: refit the factor
+    model on ``H`` with :func:`active_factor_cv`.
+
+    Parameters
+    ----------
+    suite : {"mmlu_pro", "bbh_gpqa_ifeval_math_musr"}
+    n_hist, n_val, n_test : int
+        Models in each part (at most 2,211 together).
+    n_items : int or None
+        Subsample this many items (None: all).
+    sparsity : str
+        A key of :data:`SPARSITY`.
+    seed : int
+
+    Returns
+    -------
+    ActiveData
+
+    Raises
+    ------
+    ValueError
+        Unknown sparsity, a part with fewer than 1 model (3 for history), too many models.
+    """
+    from .datasets import oll_factors_load, oll_matrix_draw
+
+    if sparsity not in SPARSITY:
+        raise ValueError(f"unknown sparsity {sparsity!r}; choose one of {', '.join(SPARSITY)}")
+    if n_hist < 3 or n_val < 1 or n_test < 1:
+        raise ValueError(f"need n_hist >= 3, n_val >= 1 and n_test >= 1, got {n_hist}, {n_val}, {n_test}")
+    ss = np.random.SeedSequence(seed)
+    s_draw, s_split, s_mask = ss.spawn(3)
+    em = oll_matrix_draw(suite, n_models=n_hist + n_val + n_test, n_items=n_items,  # type: ignore[arg-type]
+                         seed=int(s_draw.generate_state(1)[0]), dtype=np.float64)
+    if em.item_info is None:
+        raise ValueError(f"the {suite} draw has no item table; check the oll_v2_factor_model files")
+    rows = np.array([int(m.split("_")[1]) for m in em.models])
+    cols = em.item_info["item_index"].to_numpy(dtype=int)
+    order = np.random.default_rng(s_split).permutation(len(rows))
+    i_h, i_v, i_t = order[:n_hist], order[n_hist:n_hist + n_val], order[n_hist + n_val:]
+    H = em.Y[i_h].copy()
+    frac_full, p_obs = SPARSITY[sparsity]
+    if p_obs < 1:
+        rng = np.random.default_rng(s_mask)
+        n_full = int(round(frac_full * n_hist))
+        hide = rng.random(H.shape) >= p_obs
+        hide[rng.permutation(n_hist)[:n_full]] = False
+        for r in np.flatnonzero(hide.all(axis=1)):  # every historical model keeps one entry
+            hide[r, rng.integers(H.shape[1])] = False
+        H[hide] = np.nan
+    U, V, _ = oll_factors_load(suite)  # type: ignore[arg-type]
+    P = np.clip(_sigmoid(U[rows[i_t]].astype(float) @ V[cols].astype(float).T), 1e-12, 1 - 1e-12)
+    return ActiveData(H=H, Z_val=em.Y[i_v].copy(), Z_test=em.Y[i_t].copy(), P_test=P, suite=suite,
+                      sparsity=sparsity, observed=float(np.mean(~np.isnan(H))))
+
+
+@dataclass(frozen=True)
+class ActiveStudy:
+    """Everything one :func:`active_study` call produced.
+
+    Attributes
+    ----------
+    factors : ActiveFactors
+        Refit on the historical draws (``factors.cv`` holds the rank search).
+    params : ActiveParams
+        Tuned on the validation models.
+    tuning : DataFrame
+        The tuning grid with pooled MSE and ESS on the validation models.
+    results : list of ActiveResult
+        One per (budget, method) on the test models.
+    table : DataFrame
+        :func:`active_evaluate` of ``results`` with the ceiling per budget.
+    """
+
+    factors: ActiveFactors
+    params: ActiveParams
+    tuning: pd.DataFrame
+    results: list[ActiveResult]
+    table: pd.DataFrame
+
+
+def active_study(data: ActiveData, *, budgets: Sequence[float], methods: Sequence[str] = ("uniform", "stratified",
+                 "ppi", "faq"), ranks: Sequence[int] = (4, 8, 16, 32), weight_decays: Sequence[float] = (1.0,),
+                 grid: Mapping[str, Sequence[float]] | None = None, tune_budget: float | None = None,
+                 n_trials: int = 1, seed: int = 0, factors: ActiveFactors | None = None,
+                 params: ActiveParams | None = None, max_iter: int = 500,
+                 cv_items: int | None = None) -> ActiveStudy:
+    """Refit, tune on validation models, run every method on the test models, evaluate.
+
+    Parameters
+    ----------
+    data : ActiveData
+        From :func:`active_semisynthetic`.
+    budgets : sequence of float
+        Fractions of the bank (``n_b = round(fraction * n_items)``).
+    methods : sequence of str
+        Names from :data:`METHODS`.
+    ranks, weight_decays : sequences
+        Grid of :func:`active_factor_cv` (ignored when ``factors`` is given).
+    grid : mapping, optional
+        Tuning grid of :func:`active_tune` (ignored when ``params`` is given).
+    tune_budget : float, optional
+        Budget fraction used for tuning (default: the first of ``budgets``).
+    n_trials : int
+        Trials per test model.
+    seed : int
+    factors, params : optional
+        Reuse a fit or tuned parameters.
+    max_iter : int
+    cv_items : int, optional
+        Choose the rank on a random subset of this many items (cheaper), then refit the chosen
+        rank on every item. None: the search uses every item.
+
+    Returns
+    -------
+    ActiveStudy
+    """
+    ss = np.random.SeedSequence(seed)
+    s_cv, s_tune, s_run = ss.spawn(3)
+    cv_seed = int(s_cv.generate_state(1)[0])
+    if factors is not None:
+        fac = factors
+    elif cv_items is None or cv_items >= data.H.shape[1]:
+        fac = active_factor_cv(data.H, ranks=ranks, weight_decays=weight_decays, seed=cv_seed, max_iter=max_iter)
+    else:
+        sub = np.sort(np.random.default_rng(cv_seed).choice(data.H.shape[1], size=cv_items, replace=False))
+        H_sub = data.H[:, sub]
+        H_sub = H_sub[~np.isnan(H_sub).all(axis=1)]
+        cv = active_factor_cv(H_sub, ranks=ranks, weight_decays=weight_decays, seed=cv_seed, max_iter=max_iter).cv
+        assert cv is not None
+        best = int(np.argmin(cv["heldout_logloss"].to_numpy()))
+        fac = replace(active_factor_fit(data.H, rank=int(cv["rank"].to_numpy()[best]),
+                                        weight_decay=float(cv["weight_decay"].to_numpy()[best]), max_iter=max_iter),
+                      cv=cv.assign(cv_items=cv_items))
+    N = data.Z_test.shape[1]
+    n_of = {f: max(2, int(round(f * N))) for f in budgets}
+    if params is None:
+        tb = n_of.get(tune_budget if tune_budget is not None else budgets[0],
+                      max(2, int(round((tune_budget or budgets[0]) * N))))
+        prm, tuning = active_tune(data.Z_val, fac, tb, grid=grid, seed=int(s_tune.generate_state(1)[0]))
+    else:
+        prm, tuning = params, pd.DataFrame()
+    results = []
+    ceiling = {}
+    run_seeds = s_run.spawn(len(budgets))
+    for f, s_b in zip(budgets, run_seeds, strict=True):
+        nb = n_of[f]
+        ceiling[nb] = float(active_ceiling(data.P_test, data.Z_test, nb)["ess_pooled"])
+        for m in methods:
+            # the same seed for every method at a budget: uniform-family methods share their sample
+            results.append(active_run(data.Z_test, fac, nb, method=m, params=prm, n_trials=n_trials, seed=s_b))
+    table = active_evaluate(results, ceiling=ceiling, seed=seed)
+    table.insert(1, "fraction", table["budget"] / N)
+    return ActiveStudy(factors=fac, params=prm, tuning=tuning, results=results, table=table)
+
+
+def active_loo(Y: npt.ArrayLike, *, budget: float, methods: Sequence[str] = ("uniform", "ppi", "faq"),
+               ranks: Sequence[int] = (2,), weight_decay: float = 1.0, params: ActiveParams | None = None,
+               n_trials: int = 20, seed: int = 0, n_boot: int = 500, max_iter: int = 300) -> pd.DataFrame:
+    """Leave-one-model-out active evaluation on a real models x items matrix.
+
+    For each model ``i``: the other models are the history (their missing entries stay missing),
+    the factor model is fitted on them (rank by :func:`active_factor_cv` when several ``ranks``
+    are given), the item bank is the items where model ``i`` was observed, and every method
+    estimates model ``i``'s accuracy on that bank from ``round(budget * bank size)`` queries, in
+    ``n_trials`` trials.
+
+    Parameters
+    ----------
+    Y : (n_models, n_items) array
+        0/1 with NaN for missing entries (for example ``dataset_matrix(name).Y``).
+    budget : float
+        Fraction of each model's bank, in (0, 1).
+    methods : sequence of str
+    ranks : sequence of int
+        One rank (fixed) or several (chosen by held-out log loss in every fold).
+    weight_decay : float
+    params : ActiveParams, optional
+        Sampler hyper-parameters (not tuned here: pass ones tuned elsewhere).
+    n_trials, seed, n_boot, max_iter
+
+    Returns
+    -------
+    DataFrame
+        One row per method: ``ess`` (pooled), ``ess_low, ess_high`` (bootstrap over models),
+        ``coverage, coverage_mcse, width, bias, n_models, mean_budget, rank`` (the most common
+        rank chosen).
+
+    Raises
+    ------
+    ValueError
+        Bad ``Y`` or ``budget`` outside (0, 1).
+    """
+    arr = _check_history(Y, "Y")
+    if not 0 < budget < 1:
+        raise ValueError(f"budget is a fraction of the bank in (0, 1), got {budget!r}")
+    prm = params if params is not None else ActiveParams()
+    seqs = np.random.SeedSequence(seed).spawn(arr.shape[0])
+    rec: dict[str, list[tuple[float, float, np.ndarray, np.ndarray, np.ndarray]]] = {m: [] for m in methods}
+    chosen = []
+    for i in range(arr.shape[0]):
+        bank = ~np.isnan(arr[i])
+        H = np.delete(arr, i, axis=0)[:, bank]
+        H = H[~np.isnan(H).all(axis=1)]
+        if len(ranks) == 1:
+            fac = active_factor_fit(H, rank=int(ranks[0]), weight_decay=weight_decay, max_iter=max_iter)
+        else:
+            fac = active_factor_cv(H, ranks=ranks, weight_decays=(weight_decay,),
+                                   seed=int(seqs[i].generate_state(1)[0]), max_iter=max_iter)
+        chosen.append(fac.rank)
+        z = arr[i, bank]
+        nb = max(2, int(round(budget * z.size)))
+        for m in methods:
+            r = active_run(z, fac, nb, method=m, params=prm, n_trials=n_trials, seed=seqs[i])
+            rec[m].append((float(r.truth[0]), float(nb), r.estimate[0], r.ci_low[0], r.ci_high[0]))
+    rng = np.random.default_rng(seed)
+    rows = []
+    n_m = arr.shape[0]
+    boot = rng.integers(0, n_m, size=(n_boot, n_m))
+    for m in methods:
+        theta = np.array([x[0] for x in rec[m]])
+        nbs = np.array([x[1] for x in rec[m]])
+        est = np.stack([x[2] for x in rec[m]])
+        lo = np.stack([x[3] for x in rec[m]])
+        hi = np.stack([x[4] for x in rec[m]])
+        mse = ((est - theta[:, None]) ** 2).mean(axis=1)
+        var_u = theta * (1 - theta) / nbs
+        cover = float(((lo <= theta[:, None]) & (theta[:, None] <= hi)).mean())
+        n_rep = est.size
+        ess_b = var_u[boot].sum(axis=1) / mse[boot].sum(axis=1)
+        rows.append({"method": m, "ess": float(var_u.sum() / mse.sum()),
+                     "ess_low": float(np.quantile(ess_b, 0.025)), "ess_high": float(np.quantile(ess_b, 0.975)),
+                     "coverage": cover, "coverage_mcse": math.sqrt(cover * (1 - cover) / n_rep),
+                     "width": float((hi - lo).mean()), "bias": float((est - theta[:, None]).mean()),
+                     "n_models": n_m, "mean_budget": float(nbs.mean()),
+                     "rank": int(np.bincount(chosen).argmax())})
+    return pd.DataFrame(rows)
+
+
+ACTIVE_COLORS: Mapping[str, str] = {
+    "uniform": "#d95f02", "stratified": "#7570b3", "ppi": "#1b9e77", "active_inference": "#66a61e",
+    "faq": "#e7298a", "faq_norep": "#999999", "faq_weighted": "#a6761d", "ceiling": "#222222",
+}
+"""One colour per method in every active-evaluation figure (uniform and the truth as in ``PALETTE``)."""
+
+
+def active_plot_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, params: ActiveParams | None = None,
+                    replace: bool = True, seed: int = 0, n_show: int = 25) -> Any:
+    """Run uniform sampling and FAQ on the rows of ``Z`` and draw what happened (widget body).
+
+    Left: where FAQ spent its budget for the first model (the final ``q_t`` against the model's
+    predicted difficulty of each item, with the uniform ``1/N`` line). Right: intervals of the first
+    ``n_show`` models, uniform and FAQ, with the truth. The title gives the pooled ESS and the
+    coverage over all rows of ``Z``.
+
+    Parameters
+    ----------
+    Z : (n_models, n_items) 0/1 array
+    factors : ActiveFactors
+    budget : int
+    params : ActiveParams, optional
+    replace : bool
+        False runs the without-replacement heuristic (``faq_norep``).
+    seed : int
+    n_show : int
+
+    Returns
+    -------
+    matplotlib Figure
+    """
+    import matplotlib.pyplot as plt
+
+    from .plots import PALETTE
+
+    arr = _check_outcomes(Z, factors.n_items)
+    method = "faq" if replace else "faq_norep"
+    runs = [active_run(arr, factors, budget, method=m, params=params, seed=seed) for m in ("uniform", method)]
+    table = active_evaluate(runs, n_boot=200, seed=seed)
+    q = active_sampling_trace(arr[0], factors, budget, params=params, seed=seed, replace=replace)[-1]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+    p0 = factors.predict()
+    a1.scatter(p0, q * factors.n_items, s=4, alpha=0.4, color=ACTIVE_COLORS[method])
+    a1.axhline(1.0, color=PALETTE["truth"], ls="--", lw=1, label="uniform sampling")
+    a1.set(xlabel="prior predicted P(correct) of the item", ylabel="q_t(item) x N at the last step",
+           title="Where FAQ spends its budget (model 1)")
+    a1.legend(loc="upper right")
+    k = min(n_show, arr.shape[0])
+    order = np.argsort(runs[0].truth[:k])
+    y = np.arange(k)
+    for off, r in zip((-0.18, 0.18), runs, strict=True):
+        a2.errorbar(r.estimate[order, 0], y + off, xerr=[r.estimate[order, 0] - r.ci_low[order, 0],
+                                                         r.ci_high[order, 0] - r.estimate[order, 0]],
+                    fmt="o", ms=3, lw=1, color=ACTIVE_COLORS[r.method], label=r.method)
+    a2.scatter(runs[0].truth[:k][order], y, marker="|", s=80, color=PALETTE["truth"], label="truth", zorder=3)
+    a2.set(xlabel="accuracy on the bank", ylabel="model (sorted by accuracy)", yticks=[])
+    a2.legend(loc="lower right", fontsize=8)
+    ess = float(table["ess"].to_numpy()[1])
+    cov = table["coverage"].to_numpy().astype(float)
+    a2.set_title(f"n_b = {budget}: ESS {ess:.2f}x, coverage {cov[1]:.0%} (uniform {cov[0]:.0%})")
+    fig.tight_layout()
+    return fig

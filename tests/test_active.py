@@ -1,0 +1,333 @@
+"""Tests of evalkit.active: FAQ and Pro-Active Inference ([FAQ], arXiv 2601.20251).
+
+Correctness only: the PAI estimator unbiased and its Wald interval covering within Monte Carlo
+error on a simulated factor world where the truth is known (also with a wrong working model);
+the Sherman-Morrison update equal to the full Laplace precision; the PPI++ baseline equal to
+``ppi_py.ppi_mean_ci`` on the same inputs; the ceiling and ESS definitions on cases with known
+answers; determinism and batch independence; bad input. Nothing here is timed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import optimize
+
+from evalkit.active import (
+    METHODS,
+    ActiveFactors,
+    ActiveParams,
+    _laplace_step,
+    _ppi_mean,
+    active_ceiling,
+    active_evaluate,
+    active_factor_cv,
+    active_factor_fit,
+    active_run,
+    active_sampling_trace,
+    active_tune,
+)
+from evalkit.montecarlo import mc_tolerance
+
+N_ITEMS = 400
+RANK = 3
+
+
+def _world(seed: int, n_models: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A logistic factor world: returns (U, V, b, Y) with Y ~ Bernoulli(sigmoid(U V' + b))."""
+    rng = np.random.default_rng(seed)
+    U = rng.normal(0, 1, (n_models, RANK))
+    V = rng.normal(0, 0.8, (N_ITEMS, RANK))
+    b = rng.normal(0, 1.2, N_ITEMS)
+    P = 1 / (1 + np.exp(-(U @ V.T + b)))
+    return U, V, b, (rng.random(P.shape) < P).astype(float)
+
+
+@pytest.fixture(scope="module")
+def world() -> dict:
+    U, V, b, Y = _world(7, 260)
+    H = Y[:200].copy()
+    H[np.random.default_rng(8).random(H.shape) < 0.2] = np.nan
+    fac = active_factor_fit(H, rank=RANK)
+    return {"U": U, "V": V, "b": b, "Y": Y, "H": H, "fac": fac, "Z": Y[200:]}
+
+
+def test_factor_fit_recovers_probabilities(world):
+    """Intent: the refit model predicts held-back test rows' item difficulty (logits correlate)."""
+    fac = world["fac"]
+    assert fac.converged
+    true_logit_mean = (world["U"][:200] @ world["V"].T + world["b"]).mean(axis=0)
+    fit_logit_mean = (fac.U @ fac.V.T + fac.b).mean(axis=0)
+    assert np.corrcoef(true_logit_mean, fit_logit_mean)[0, 1] > 0.95
+    # the prior is N(mean(U), cov(U)) of the fitted historical factors
+    np.testing.assert_allclose(fac.prior_mean, fac.U.mean(axis=0))
+    np.testing.assert_allclose(fac.prior_cov, np.cov(fac.U, rowvar=False) + 1e-6 * np.eye(RANK))
+
+
+def test_factor_cv_prefers_true_rank_over_rank_one(world):
+    """Intent: held-out log loss is lower at the generating rank than at rank 1."""
+    fit = active_factor_cv(world["H"], ranks=(1, 3), seed=0)
+    assert fit.cv is not None
+    ll = dict(zip(fit.cv["rank"], fit.cv["heldout_logloss"], strict=True))
+    assert ll[3] < ll[1]
+    assert fit.rank == 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["faq", "faq_weighted", "active_inference", "uniform", "ppi", "stratified"])
+def test_unbiased_and_covers(world, method):
+    """Intent: on a known finite population, bias is within 4 MCSE and coverage within mc_tolerance.
+
+    60 models x 25 trials; the estimand of each (model, trial) is the mean of that model's row.
+    """
+    res = active_run(world["Z"], world["fac"], 120, method=method, n_trials=25, seed=11)
+    err = (res.estimate - res.truth[:, None]).ravel()
+    assert abs(err.mean()) <= 4 * err.std(ddof=1) / np.sqrt(err.size)
+    cover = ((res.ci_low <= res.truth[:, None]) & (res.truth[:, None] <= res.ci_high)).mean()
+    assert abs(cover - 0.95) <= mc_tolerance(0.95, err.size)
+
+
+@pytest.mark.slow
+def test_pai_valid_with_a_wrong_working_model(world):
+    """Intent: PAI stays unbiased and covers when the factor model is badly wrong (rank 1, shifted)."""
+    fac = active_factor_fit(world["H"], rank=1)
+    wrong = ActiveFactors(V=fac.V, b=fac.b - 1.5, U=fac.U, prior_mean=fac.prior_mean, prior_cov=fac.prior_cov,
+                          rank=1, weight_decay=1.0, objective=np.nan, converged=True)
+    res = active_run(world["Z"], wrong, 120, method="faq", n_trials=25, seed=12)
+    err = (res.estimate - res.truth[:, None]).ravel()
+    assert abs(err.mean()) <= 4 * err.std(ddof=1) / np.sqrt(err.size)
+    cover = ((res.ci_low <= res.truth[:, None]) & (res.truth[:, None] <= res.ci_high)).mean()
+    assert abs(cover - 0.95) <= mc_tolerance(0.95, err.size)
+
+
+def test_faq_beats_uniform_with_a_good_model(world):
+    """Intent: with a well-fitted factor model FAQ's pooled ESS exceeds 1 clearly."""
+    runs = [active_run(world["Z"], world["fac"], 120, method=m, n_trials=10, seed=3) for m in ("uniform", "faq")]
+    table = active_evaluate(runs).set_index("method")
+    assert table.loc["faq", "ess_low"] > 1.0
+    assert table.loc["uniform", "ess_width"] == pytest.approx(1.0)
+
+
+def test_rank_one_update_equals_full_laplace_precision():
+    """Intent: after t Sherman-Morrison steps, Sigma_t^{-1} = Sigma_0^{-1} + sum_s w_s v_s v_s'."""
+    rng = np.random.default_rng(0)
+    k = 4
+    A = rng.normal(size=(k, k))
+    S0 = A @ A.T + np.eye(k)
+    u = rng.normal(size=(1, k))
+    S = S0[None].copy()
+    prec = np.linalg.inv(S0)
+    for _ in range(30):
+        v = rng.normal(size=(1, k))
+        p = 1 / (1 + np.exp(-(u @ v.T).ravel()))
+        z = (rng.random(1) < 0.5).astype(float)
+        prec += p * (1 - p) * v.T @ v
+        u, S, _, _ = _laplace_step(u, S, v, z, p)
+        np.testing.assert_allclose(S[0], np.linalg.inv(prec), rtol=1e-9, atol=1e-12)
+
+
+def test_one_step_is_the_newton_step_of_the_full_posterior():
+    """Intent: from the prior mean, one update is exactly one Newton step on the log posterior."""
+    rng = np.random.default_rng(1)
+    k = 3
+    S0 = np.diag([1.0, 2.0, 0.5])
+    m0 = rng.normal(size=k)
+    v = rng.normal(size=k)
+    z = 1.0
+    p = 1 / (1 + np.exp(-m0 @ v))
+    # gradient and Hessian of log N(u; m0, S0) + log Bernoulli(z; sigmoid(u'v)) at u = m0
+    grad = (z - p) * v
+    hess = -np.linalg.inv(S0) - p * (1 - p) * np.outer(v, v)
+    newton = m0 - np.linalg.solve(hess, grad)
+    u1, S1, _, _ = _laplace_step(m0[None], S0[None], v[None], np.array([z]), np.array([p]))
+    np.testing.assert_allclose(u1[0], newton, rtol=1e-10)
+    np.testing.assert_allclose(S1[0], -np.linalg.inv(hess), rtol=1e-10)
+
+
+def test_online_mean_close_to_the_map_refit():
+    """Intent: after many observations the online mean is within a fraction of a posterior SD of the MAP."""
+    rng = np.random.default_rng(2)
+    k = 3
+    S0 = np.eye(k)
+    truth = rng.normal(size=k)
+    Vs = rng.normal(size=(300, k))
+    zs = (rng.random(300) < 1 / (1 + np.exp(-Vs @ truth))).astype(float)
+    u, S = np.zeros((1, k)), S0[None].copy()
+    for v, z in zip(Vs, zs, strict=True):
+        p = 1 / (1 + np.exp(-(u[0] @ v)))
+        u, S, _, _ = _laplace_step(u, S, v[None], np.array([z]), np.array([p]))
+
+    def negpost(x: np.ndarray) -> float:
+        eta = Vs @ x
+        return float(np.sum(np.logaddexp(0, eta) - zs * eta) + 0.5 * x @ x)
+
+    mode = optimize.minimize(negpost, np.zeros(k), method="BFGS").x
+    sd = np.sqrt(np.diag(S[0]))
+    assert np.all(np.abs(u[0] - mode) < 0.5 * sd)
+
+
+def test_ppi_matches_ppi_py():
+    """Intent: the control-variate baseline is PPI++ exactly: same inputs, same interval as ppi_py."""
+    ppi_py = pytest.importorskip("ppi_py")
+    rng = np.random.default_rng(5)
+    N, n = 500, 80
+    f_all = rng.uniform(0.05, 0.95, N)
+    z_all = (rng.random(N) < f_all).astype(float)
+    idx = rng.integers(0, N, (3, n))
+    y, yhat = z_all[idx], f_all[idx]
+    est, se = _ppi_mean(y, yhat, f_all)
+    for r in range(3):
+        lo, hi = ppi_py.ppi_mean_ci(y[r], yhat[r], f_all, alpha=0.05)
+        half = 1.959963984540054 * se[r]
+        np.testing.assert_allclose([est[r] - half, est[r] + half], [float(np.ravel(lo)[0]), float(np.ravel(hi)[0])],
+                                   rtol=1e-10)
+        point = ppi_py.ppi_mean_pointestimate(y[r], yhat[r], f_all)
+        np.testing.assert_allclose(est[r], float(np.ravel(point)[0]), rtol=1e-10)
+
+
+def test_ppi_run_matches_ppi_py_end_to_end(world):
+    """Intent: active_run(method="ppi") gives ppi_py's interval for the sample it drew."""
+    ppi_py = pytest.importorskip("ppi_py")
+    from evalkit.active import _rngs
+
+    fac, Z = world["fac"], world["Z"][:2]
+    res = active_run(Z, fac, 50, method="ppi", seed=9)
+    f_all = fac.predict()
+    for m, g in enumerate(_rngs(9, 2, 1)):
+        idx = g.integers(0, N_ITEMS, size=50)
+        lo, hi = ppi_py.ppi_mean_ci(Z[m, idx], f_all[idx], f_all, alpha=0.05)
+        np.testing.assert_allclose([res.ci_low[m, 0], res.ci_high[m, 0]], [float(np.ravel(lo)[0]),
+                                                                          float(np.ravel(hi)[0])], rtol=1e-9)
+
+
+def test_ceiling_is_one_when_the_model_knows_nothing():
+    """Intent: constant p = theta gives uniform q and exactly the uniform variance (ESS 1)."""
+    rng = np.random.default_rng(3)
+    Z = (rng.random((4, 200)) < 0.3).astype(float)
+    P = np.repeat(Z.mean(axis=1, keepdims=True), 200, axis=1)
+    out = active_ceiling(P, Z, 50)
+    assert out["ess_pooled"] == pytest.approx(1.0)
+
+
+def test_ceiling_large_when_the_model_is_sharp():
+    rng = np.random.default_rng(4)
+    P = np.where(rng.random((3, 300)) < 0.5, 0.02, 0.98)
+    Z = (rng.random(P.shape) < P).astype(float)
+    assert active_ceiling(P, Z, 30)["ess_pooled"] > 3
+
+
+def test_same_seed_same_result_and_batch_independence(world):
+    """Intent: a model's result does not depend on the other models in the batch."""
+    Z = world["Z"][:3]
+    a = active_run(Z, world["fac"], 40, method="faq", n_trials=2, seed=4)
+    b = active_run(Z, world["fac"], 40, method="faq", n_trials=2, seed=4)
+    np.testing.assert_array_equal(a.estimate, b.estimate)
+    alone = active_run(Z[:1], world["fac"], 40, method="faq", n_trials=2, seed=4)
+    np.testing.assert_allclose(alone.estimate[0], a.estimate[0], rtol=1e-6)
+
+
+def test_without_replacement_never_repeats(world):
+    trace = active_sampling_trace(world["Z"][0], world["fac"], 60, replace=False, seed=1)
+    # q_t sums to one and puts zero mass on the items drawn before step t
+    np.testing.assert_allclose(trace.sum(axis=1), 1.0, rtol=1e-5)
+    zeros = (trace == 0).sum(axis=1)
+    np.testing.assert_array_equal(zeros, np.arange(60))
+    with_rep = active_sampling_trace(world["Z"][0], world["fac"], 60, seed=1)
+    assert (with_rep > 0).all()
+    # tau floor: every item keeps at least tau / N
+    assert with_rep.min() >= ActiveParams().tau / N_ITEMS * (1 - 1e-6)
+
+
+def test_active_inference_meets_budget_in_expectation(world):
+    res = active_run(world["Z"], world["fac"], 40, method="active_inference", n_trials=5, seed=2)
+    assert abs(res.n_queries.mean() - 40) < 4
+
+
+def test_tune_uses_only_the_given_models(world):
+    best, table = active_tune(world["Z"][:10], world["fac"], 40, grid={"tau": (0.1, 0.5)}, seed=0)
+    assert len(table) == 2 and best.tau in (0.1, 0.5)
+    with pytest.raises(ValueError, match="unknown grid"):
+        active_tune(world["Z"][:10], world["fac"], 40, grid={"n_strata": (2,)})
+
+
+@pytest.mark.parametrize("bad, match", [
+    (lambda Z: np.where(Z == 1, np.nan, Z), "NaN"),
+    (lambda Z: Z * 2, "0/1"),
+    (lambda Z: Z[:, :-1], "align"),
+    (lambda Z: Z[None], "matrix"),
+])
+def test_bad_outcomes(world, bad, match):
+    with pytest.raises(ValueError, match=match):
+        active_run(bad(world["Z"][:2]), world["fac"], 20)
+
+
+def test_bad_arguments(world):
+    Z, fac = world["Z"][:2], world["fac"]
+    with pytest.raises(ValueError, match="unknown method"):
+        active_run(Z, fac, 20, method="magic")
+    with pytest.raises(ValueError, match="budget"):
+        active_run(Z, fac, 1)
+    with pytest.raises(ValueError, match="budget"):
+        active_run(Z, fac, N_ITEMS + 1)
+    with pytest.raises(ValueError, match="n_trials"):
+        active_run(Z, fac, 20, n_trials=0)
+    with pytest.raises(ValueError, match="alpha"):
+        active_run(Z, fac, 20, alpha=1.5)
+    with pytest.raises(ValueError, match="tau"):
+        ActiveParams(tau=0.0)
+    with pytest.raises(ValueError, match="rho"):
+        ActiveParams(rho=0.0)
+    assert set(METHODS) >= {"uniform", "stratified", "ppi", "active_inference", "faq", "faq_norep"}
+
+
+def test_bad_history():
+    with pytest.raises(ValueError, match="0/1"):
+        active_factor_fit(np.full((5, 4), 0.5), rank=1)
+    H = np.zeros((5, 4))
+    H[2] = np.nan
+    with pytest.raises(ValueError, match="no observed entry"):
+        active_factor_fit(H, rank=1)
+    with pytest.raises(ValueError, match="rank"):
+        active_factor_fit(np.zeros((5, 4)), rank=0)
+    with pytest.raises(ValueError, match="shape"):
+        active_factor_fit(np.zeros(5), rank=1)
+    with pytest.raises(ValueError, match="holdout"):
+        active_factor_cv(np.zeros((5, 4)), ranks=(1,), holdout=0.9, seed=0)
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        active_ceiling(np.ones((2, 3)), np.ones((2, 3)), 2)
+
+
+def test_pai_by_hand_and_bad_logs():
+    """Intent: active_pai is the source's formula (checked by hand on three steps)."""
+    from evalkit.active import active_pai
+
+    rng = np.random.default_rng(0)
+    N, n = 100, 40
+    z = (rng.random(n) < 0.5).astype(float)
+    q = rng.uniform(0.5, 1.5, n) / N
+    p = rng.uniform(0.2, 0.8, n)
+    pm = rng.uniform(0.45, 0.55, n)
+    phi = pm + (z - p) / (N * q)
+    ht = np.mean(z / q)
+    s2 = (np.sum(((z - p) / q) ** 2) - np.sum((ht - N * pm) ** 2)) / (n * N**2)
+    assert s2 > 0
+    est = active_pai(z, q, p, pm, N)
+    assert est.estimate == pytest.approx(phi.mean())
+    assert est.se == pytest.approx(np.sqrt(s2 / n))
+    with pytest.raises(ValueError, match="same length"):
+        active_pai(z, q[:2], p, pm, N)
+    with pytest.raises(ValueError, match=r"\(0, 1\]"):
+        active_pai(z, q * 0, p, pm, N)
+    with pytest.raises(ValueError, match="0/1"):
+        active_pai(z + 0.5, q, p, pm, N)
+
+
+def test_plot_run_draws(world):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from evalkit.active import active_plot_run
+
+    fig = active_plot_run(world["Z"][:5], world["fac"], 30, seed=0)
+    assert len(fig.axes) == 2
+    assert "ESS" in fig.axes[1].get_title()
