@@ -40,6 +40,7 @@ __all__ = [
     "simulate_missing",
     "simulate_2pl",
     "simulate_paired",
+    "simulate_redundant",
 ]
 
 Mechanism = Literal["mcar", "mar", "mnar_cluster", "mnar_item"]
@@ -499,3 +500,126 @@ def simulate_paired(*, n_clusters: int | None = None, cluster_size: int | None =
             "cluster": np.tile([f"c{c:03d}" for c in cl], k), "epoch": np.repeat(np.arange(1, k + 1), n),
             "correct": y.ravel(), "status": "ok", "p_true": np.tile(pm, k)}))
     return pd.concat(frames, ignore_index=True)
+
+
+def simulate_redundant(
+    *,
+    n_models: int = 8,
+    n_reference: int | list[int] = 20,
+    n_options: int = 4,
+    n_paraphrases: int = 2,
+    n_lookalikes: int = 2,
+    spread: float = 0.8,
+    signature: float = 3.0,
+    rng: np.random.Generator | int,
+) -> tuple[np.ndarray, np.ndarray, pd.DataFrame, dict[str, Any]]:
+    """A RedundantQA-like benchmark with known sub-domains and option probabilities (papers/003).
+
+    Modelled on the source's RedundantQA: several domains (four by default), each *reference*
+    item with near-duplicates that behave like it (``n_paraphrases``, the "true paraphrases") and
+    *look-alikes* that carry its surface label but behave like another domain
+    (``n_lookalikes``, the "false look-alikes"). The true sub-domain of an item is the domain it
+    behaves like; its surface label is the domain it looks like.
+
+    Model ``f``'s option probabilities on item ``j`` of true domain ``d`` are
+    ``softmax(gamma_d + eta_j + (alpha_fd - beta_j) e_{c_j})``: ``gamma_d`` a domain signature
+    over the options (domain ``d`` leans by ``signature`` towards option ``d mod n_options``, as
+    the answers to an emotion question lean towards its emotion), ``eta_j`` an item's own tilt (shared, slightly
+    perturbed, by its paraphrases), ``c_j`` the correct option, ``beta_j`` the difficulty and
+    ``alpha_fd = a_f + delta_fd`` the model's ability in the domain, with
+    ``delta_fd ~ N(0, spread^2)``: ``spread = 0`` makes every model even across domains (high
+    HARMONY), a large ``spread`` uneven (low HARMONY). Each model answers by drawing an option
+    from its distribution; ``Y`` records whether it was the correct one.
+
+    The ground truth: ``truth["p_correct"]`` (each model's probability of answering each item
+    correctly) and ``items["domain"]``; the ground-truth HARMONY is
+    ``harmony_score(truth["p_correct"], partition_labels(items["domain"]), b=b)``.
+
+    Parameters
+    ----------
+    n_models : int
+        At least 2.
+    n_reference : int or list of int
+        Reference items per domain: one int for four equal domains, or one count per domain
+        (unequal counts make over-represented sub-domains).
+    n_options : int
+        Answer options (at least 2).
+    n_paraphrases, n_lookalikes : int
+        Near-duplicates and look-alikes per reference item.
+    spread : float
+        SD of the domain-specific part of the abilities.
+    signature : float
+        Strength of each domain's lean towards its own option (larger: domains easier to tell
+        apart by behaviour).
+    rng : Generator or int
+
+    Returns
+    -------
+    P : (n_models, n_items, n_options) array
+        Option probabilities.
+    Y : (n_models, n_items) float array
+        0/1 outcomes.
+    items : DataFrame
+        One row per item: ``item, reference, kind`` (reference, paraphrase, lookalike),
+        ``surface_domain, domain, answer``.
+    truth : dict
+        ``p_correct`` (n_models, n_items), ``ability`` (n_models, n_domains), ``spread``.
+
+    Raises
+    ------
+    ValueError
+        Counts or scales out of range.
+    """
+    rng = as_rng(rng)
+    counts = [int(n_reference)] * 4 if isinstance(n_reference, (int, np.integer)) else [int(c) for c in n_reference]
+    n_dom = len(counts)
+    if n_dom < 2 or min(counts) < 1:
+        raise ValueError(f"n_reference must give at least one reference item to each of >= 2 domains, got {counts}")
+    if n_models < 2 or n_options < 2 or n_paraphrases < 0 or n_lookalikes < 0:
+        raise ValueError("need n_models >= 2, n_options >= 2, and non-negative n_paraphrases and n_lookalikes")
+    if spread < 0 or signature < 0:
+        raise ValueError("spread and signature must be non-negative")
+    gamma = 0.5 * rng.standard_normal((n_dom, n_options))
+    gamma[np.arange(n_dom), np.arange(n_dom) % n_options] += signature  # each domain leans to its own option
+    ability = 1.0 + 0.5 * rng.standard_normal(n_models)[:, None] + spread * rng.standard_normal((n_models, n_dom))
+    rows: list[dict[str, Any]] = []
+    dom, tilt, diff, ans = [], [], [], []
+    for d, c in enumerate(counts):
+        for r in range(c):
+            ref = f"d{d}r{r:03d}"
+            eta = 0.5 * rng.standard_normal(n_options)
+            beta = 0.5 * rng.standard_normal()
+            answer = int(rng.integers(n_options))
+            kinds = [("reference", d)] + [("paraphrase", d)] * n_paraphrases
+            others = [o for o in range(n_dom) if o != d]
+            kinds += [("lookalike", int(rng.choice(others))) for _ in range(n_lookalikes)]
+            for j, (kind, true_d) in enumerate(kinds):
+                if kind == "reference":
+                    e, bj, aj = eta, beta, answer
+                elif kind == "paraphrase":
+                    e, bj, aj = eta + 0.1 * rng.standard_normal(n_options), beta + 0.1 * rng.standard_normal(), answer
+                else:
+                    e, bj, aj = 0.5 * rng.standard_normal(n_options), 0.5 * rng.standard_normal(), int(
+                        rng.integers(n_options))
+                rows.append({"item": f"{ref}_{j}", "reference": ref, "kind": kind, "surface_domain": f"domain{d}",
+                             "domain": f"domain{true_d}", "answer": aj})
+                dom.append(true_d)
+                tilt.append(e)
+                diff.append(bj)
+                ans.append(aj)
+    dom_a, ans_a = np.array(dom), np.array(ans)
+    base = gamma[dom_a] + np.array(tilt)  # (n_items, n_options)
+    n_items = base.shape[0]
+    logits = np.repeat(base[None], n_models, axis=0)
+    boost = ability[:, dom_a] - np.array(diff)[None, :]
+    logits[:, np.arange(n_items), ans_a] += boost
+    logits -= logits.max(axis=2, keepdims=True)
+    P = np.exp(logits)
+    P /= P.sum(axis=2, keepdims=True)
+    p_correct = P[:, np.arange(n_items), ans_a]
+    cum = np.cumsum(P, axis=2)
+    u = rng.random((n_models, n_items, 1))
+    chosen = np.minimum((u > cum).sum(axis=2), n_options - 1)
+    Y = (chosen == ans_a[None, :]).astype(float)
+    items = pd.DataFrame(rows)
+    return P, Y, items, {"p_correct": p_correct, "ability": ability, "spread": float(spread)}
