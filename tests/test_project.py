@@ -232,9 +232,10 @@ def test_importing_evalkit_modules_has_no_side_effect(tmp_path: pathlib.Path) ->
         "import importlib, pkgutil, warnings\n"
         "warnings.simplefilter('error')\n"
         "import evalkit\n"
-        "names = [m.name for m in pkgutil.iter_modules(evalkit.__path__) if m.name != '__main__']\n"
+        "names = [m.name for m in pkgutil.walk_packages(evalkit.__path__, 'evalkit.')\n"
+        "         if not m.name.endswith('__main__')]\n"
         "for name in names:\n"
-        "    importlib.import_module('evalkit.' + name)\n"
+        "    importlib.import_module(name)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
