@@ -135,6 +135,7 @@ from .irt import (
 )
 from .logs import LogFormatError, log_read, log_read_inspect, log_read_lm_eval, log_read_table
 from .missing import (
+    TRUNCATE_DEFAULT,
     MissingDetails,
     PropensityFit,
     Weights,
@@ -146,13 +147,13 @@ from .missing import (
     missing_complete_case,
     missing_features,
     missing_report,
-    missing_study,
     propensity_fit,
     sensitivity_delta,
     sensitivity_plot,
     sensitivity_tipping_point,
     weights_compute,
 )
+from .missing_study import STUDY_COLORS, missing_explore, missing_study
 from .montecarlo import mc_coverage_clustered, mc_run, mc_summarise, mc_tolerance
 from .planning import (
     PlanVariance,
@@ -277,6 +278,9 @@ __all__ = [
     "missing_features",
     "missing_report",
     "missing_study",
+    "missing_explore",
+    "STUDY_COLORS",
+    "TRUNCATE_DEFAULT",
     "sensitivity_delta",
     "sensitivity_tipping_point",
     "sensitivity_plot",
