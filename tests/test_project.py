@@ -253,7 +253,7 @@ MACHINE_PATH = re.compile(r"(?<![\w.])(/home/|/Users/|/work/|/tmp/|/root/|[A-Z]:
 
 # Notebooks committed with a machine path in an output when this test was added (their owners are told);
 # strict xfail: the entry must go as soon as the notebook is re-run clean.
-KNOWN_MACHINE_PATHS = {"01-planning-an-evaluation.ipynb"}
+KNOWN_MACHINE_PATHS: set[str] = set()
 
 
 @pytest.mark.parametrize("path", [
