@@ -1,4 +1,4 @@
-"""Benchmark of evalkit.missing (papers/000): random-intercept propensity fit and the simulation study.
+"""Benchmark of evalkit.missing ([MISSING]): random-intercept propensity fit and the simulation study.
 
 Usage::
 
@@ -13,7 +13,7 @@ random-intercept logistic model in statsmodels; not maximum likelihood) and a ``
 cluster dummies (fixed effects, the ML alternative). Times are the best of ``--repeat`` runs;
 ratios are statsmodels time / evalkit Laplace time.
 
-(b) The full simulation study of METHODS.md section 1 (``missing_study``: 4 mechanisms x 2 ICCs x
+(b) The full simulation study of docs/methods/missing-responses.md (``missing_study``: 4 mechanisms x 2 ICCs x
 2 cluster counts, 1,000 replications each, 1,000 items), run over 2 worker processes; goal <= 10
 minutes on 2 cores.
 

@@ -3,7 +3,7 @@
 Estimate a new model's accuracy ``theta = mean_j z_j`` on a fixed bank of ``N`` items from
 ``n_b`` queried items, with a valid confidence interval, by learning from a historical
 models x items matrix ``H`` [FAQ] (Wu et al., "Efficient Evaluation of LLM Performance with
-Statistical Guarantees", arXiv 2601.20251; METHODS.md section 2):
+Statistical Guarantees", arXiv 2601.20251; docs/methods/faq-active-evaluation.md):
 
 1. :func:`active_factor_fit` / :func:`active_factor_cv`: a logistic factor model
    ``P(H_ij = 1) = sigmoid(u_i' v_j + b_j)`` on the observed entries of ``H`` (weight decay,

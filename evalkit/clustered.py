@@ -9,7 +9,7 @@ effective number of clusters, a boundary-aware (Wilson) interval, and the covera
 compares them (:func:`coverage_study`).
 
 Paper: [MISSING] (Handling Missing Responses under Cluster Dependence), the "Variance" and
-"Design effect" parts of METHODS.md section 1. Bell and McCaffrey (2002), "Bias reduction in
+"Design effect" parts of docs/methods/missing-responses.md. Bell and McCaffrey (2002), "Bias reduction in
 standard errors for linear regression with multi-stage samples", Survey Methodology 28(2);
 Pustejovsky and Tipton (2018), "Small-sample methods for cluster-robust variance estimation and
 hypothesis testing in fixed effects models", JBES 36(4); Carter, Schnepel and Steigerwald (2017),

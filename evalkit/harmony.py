@@ -2,7 +2,7 @@
 
 A benchmark's accuracy is a size-weighted average over its sub-domains. When a model is strong on
 a few large sub-domains and weak elsewhere, the average describes none of them ("the flaw of
-averages"). HARMONY (papers/003, METHODS.md section 4) measures how evenly a model's performance
+averages"). HARMONY ([HARMONY], docs/methods/harmony.md) measures how evenly a model's performance
 is spread over the sub-domains:
 
 1. **Partition** the items into sub-domains ``A_1 .. A_k``: given labels (categories, subtasks,

@@ -289,7 +289,7 @@ def missing_complete_case(correct: npt.ArrayLike, clusters: npt.ArrayLike | None
 
     Unbiased for the full-data accuracy only when missingness is unrelated to correctness (MCAR).
 
-    Paper: papers/000.
+    Paper: [MISSING].
 
     Parameters
     ----------
@@ -331,7 +331,7 @@ def missing_bounds(correct: npt.ArrayLike, clusters: npt.ArrayLike | None = None
     These Manski-style bounds need no assumption about why answers are missing; the full-data
     accuracy lies between them. Each comes with its own sampling interval over all ``n`` items.
 
-    Paper: papers/000.
+    Paper: [MISSING].
 
     Returns
     -------
@@ -392,7 +392,7 @@ def ipw_estimate(correct: npt.ArrayLike, clusters: npt.ArrayLike | None = None, 
     ``M - 1`` degrees of freedom over the clusters that have respondents). This variance treats the
     weights as known; :func:`ipw_bootstrap` also includes their estimation error.
 
-    Paper: papers/000.
+    Paper: [MISSING].
 
     Parameters
     ----------
@@ -454,7 +454,7 @@ def ipw_compare(correct_a: npt.ArrayLike, correct_b: npt.ArrayLike, clusters: np
     it equals :func:`evalkit.clustered.paired_estimate`. CR2 uses the average leverage of the two
     models' clusters (exact when both have the same weights).
 
-    Paper: papers/000.
+    Paper: [MISSING].
 
     Parameters
     ----------
@@ -517,7 +517,7 @@ def ipw_bootstrap(correct: npt.ArrayLike, clusters: npt.ArrayLike, *, features: 
     recomputed. The spread therefore includes the estimation error of the weights, which the
     sandwich of :func:`ipw_estimate` ignores: use it as the reference interval.
 
-    Paper: papers/000.
+    Paper: [MISSING].
 
     Parameters
     ----------
@@ -599,7 +599,7 @@ def missing_features(
 ) -> pd.DataFrame:
     """Item features for a propensity model: accuracy among the *other* models, question length.
 
-    Paper: papers/000 (item difficulty and length as propensity features).
+    Paper: [MISSING] (item difficulty and length as propensity features).
 
     Parameters
     ----------

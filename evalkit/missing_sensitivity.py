@@ -85,7 +85,7 @@ def sensitivity_delta(correct: npt.ArrayLike, clusters: npt.ArrayLike | None = N
     With ``correct_b`` the quantity is the paired difference ``A - B`` and ``apply_to`` says whose
     missing answers are shifted.
 
-    Paper: papers/000.
+    Paper: [MISSING].
 
     Parameters
     ----------
@@ -161,7 +161,7 @@ def sensitivity_tipping_point(table: pd.DataFrame, *, reference: float | None = 
     estimate. The tipping points are found by linear interpolation between grid values, walking
     away from ``delta = 0``.
 
-    Paper: papers/000.
+    Paper: [MISSING].
 
     Parameters
     ----------

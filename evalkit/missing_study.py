@@ -1,4 +1,4 @@
-"""The simulation study of [MISSING] (METHODS.md section 1) and the teaching widget built on it.
+"""The simulation study of [MISSING] (docs/methods/missing-responses.md) and the teaching widget built on it.
 
 Paper: [MISSING]. Taught in ``notebooks/03-missing-responses-claims.ipynb``.
 """
@@ -22,7 +22,7 @@ __all__ = ["STUDY_COLORS", "missing_study", "missing_explore"]
 
 
 # --------------------------------------------------------------------------------------------
-# the simulation study of METHODS.md section 1
+# the simulation study of docs/methods/missing-responses.md
 # --------------------------------------------------------------------------------------------
 
 def _study_estimators(data: pd.DataFrame, n_boot: int, seed: int,
@@ -122,7 +122,7 @@ def missing_study(*, n_reps: int = 1000, seed: int = 2025, mechanisms: Sequence[
                   n_clusters: Sequence[int] = (20, 100), n_items: int = 1000, mean: float = 0.5,
                   response_rate: float = 0.8, strength: float = 1.5, beta_x: float = 1.0, n_boot: int = 0,
                   truncate: Truncation = None, n_jobs: int = 1) -> pd.DataFrame:
-    """Run the simulation study of [MISSING] (METHODS.md section 1) and return the raw replications.
+    """Run the simulation study of [MISSING] (docs/methods/missing-responses.md) and return the raw replications.
 
     Scenarios are the grid mechanisms x ICC x number of clusters (``n_items`` items split evenly
     into the clusters). In every replication one model's outcomes are drawn with

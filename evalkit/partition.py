@@ -1,6 +1,6 @@
 """Sub-domains of a benchmark: predictive similarity, spectral clustering and given labels [HARMONY].
 
-The partition step of HARMONY (papers/003, METHODS.md section 4; the metric is in
+The partition step of HARMONY ([HARMONY], docs/methods/harmony.md; the metric is in
 :mod:`evalkit.harmony`). Items ``i, j`` are similar when the models' predictive distributions on
 them are alike::
 
@@ -99,7 +99,7 @@ def similarity_irt(Y: Any, *, fit: Any = None, ridge: float = 0.5) -> np.ndarray
     """Predicted correctness ``P(Y_fj = 1)`` of every model on every item from a fitted 2PL model.
 
     With only 0/1 outcomes there is no predictive distribution to compare; a fitted item response
-    model supplies one: ``p_fj = sigmoid((theta_f a_j + b_j) / sigma)`` (papers/002, fitted by
+    model supplies one: ``p_fj = sigmoid((theta_f a_j + b_j) / sigma)`` ([CBMM], fitted by
     :func:`evalkit.irt_fit`). Why the 2PL: it is evalkit's fitted model of 0/1 leaderboards, it
     turns each cell into a smooth probability strictly inside (0, 1) (a raw 0/1 outcome has
     infinite KL divergence to its opposite), and it pools every model's answers. Its limit: each

@@ -11,7 +11,7 @@ Outcome model (one model, clustered items)::
 and the intra-class correlation *on the observed 0/1 scale* are the ones requested.
 
 :func:`simulate_2pl` draws a whole models-by-items matrix from the two-parameter item response
-model of papers/002, with missing entries (MCAR, MAR or MNAR); it returns the matrix directly
+model of [CBMM], with missing entries (MCAR, MAR or MNAR); it returns the matrix directly
 because at leaderboard scale a long table would be wasteful.
 """
 
@@ -303,7 +303,7 @@ def simulate_missing(df: pd.DataFrame, *, mechanism: Mechanism | Literal["mnar_c
     Positive ``strength`` means easier items (or correct answers) are answered more often, so the
     complete-case accuracy is biased upward, as with refusals of hard questions.
 
-    Paper: papers/000.
+    Paper: [MISSING].
 
     Parameters
     ----------
@@ -376,7 +376,7 @@ def simulate_2pl(
     b_sd: float = 1.0,
     dtype: type = np.float64,
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """Draw a 2PL response matrix with known parameters and missing entries (papers/002).
+    """Draw a 2PL response matrix with known parameters and missing entries ([CBMM]).
 
     ``theta ~ N(0, 1)`` standardised exactly to mean 0 and variance 1 (the fit's scale), ``a =
     exp(N(a_mean, a_spread^2))``, ``b ~ N(0, b_sd^2)``, ``Y_ij ~ Bernoulli(sigmoid((theta_i a_j +
@@ -525,7 +525,7 @@ def simulate_redundant(
     signature: float = 3.0,
     rng: np.random.Generator | int,
 ) -> tuple[np.ndarray, np.ndarray, pd.DataFrame, dict[str, Any]]:
-    """A RedundantQA-like benchmark with known sub-domains and option probabilities (papers/003).
+    """A RedundantQA-like benchmark with known sub-domains and option probabilities ([HARMONY]).
 
     Modelled on the source's RedundantQA: several domains (four by default), each *reference*
     item with near-duplicates that behave like it (``n_paraphrases``, the "true paraphrases") and
