@@ -17,11 +17,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.evalkit-install.stamp
 BENCH_STAMP := $(VENV)/.evalkit-bench.stamp
 
-# Data: EVALKIT_DATA from the environment wins; otherwise ../shared/data beside the clone,
-# when that folder exists. A single relative folder is made absolute, because notebooks run with
-# notebooks/ as their cwd; a list of folders (separated by ':') is passed on as it is.
-SHARED_DATA := $(abspath $(CURDIR)/../shared/data)
-EVALKIT_DATA ?= $(if $(wildcard $(SHARED_DATA)),$(SHARED_DATA),)
+# Data: the repository's data/ holds every dataset and evalkit finds it by itself, so nothing is
+# set here. A user's EVALKIT_DATA (another copy, searched first) is passed on; a single relative
+# folder is made absolute, because notebooks run with notebooks/ as their cwd.
 ifneq ($(strip $(EVALKIT_DATA)),)
 EVALKIT_DATA := $(if $(findstring :,$(EVALKIT_DATA)),$(EVALKIT_DATA),$(abspath $(EVALKIT_DATA)))
 export EVALKIT_DATA
@@ -72,8 +70,7 @@ report: $(STAMP) ## the same as make all
 	    --ExecutePreprocessor.timeout=$(CELL_TIMEOUT) --ExecutePreprocessor.kernel_name=python3 \
 	    --output-dir build/html "$$nb"; \
 	done
-	@# -W: evalkit/__init__ imports evalkit.reproduce before runpy runs it; that is harmless here.
-	$(PY) -W ignore::RuntimeWarning:runpy -m evalkit.reproduce $(REPORT_ROWS) build/report
+	$(PY) -m evalkit.reproduce $(REPORT_ROWS) build/report
 
 # JupyterLab refuses to run as root unless told; containers often are root.
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)

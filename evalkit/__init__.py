@@ -27,14 +27,19 @@ from .active import (
 )
 from .active import METHODS as ACTIVE_METHODS
 from .active import SPARSITY as ACTIVE_SPARSITY
+from .bt import BTFit, bt_encode, bt_fit, bt_pairs_from_matrix, bt_pairs_sample, bt_simulate
 from .clustered import (
+    COVERAGE_ESTIMATORS,
     Estimate,
     bootstrap_cluster,
+    clusters_effective,
+    coverage_study,
     deff_empirical,
     deff_from_icc,
     icc_anova,
     icc_latent,
     interval_t,
+    interval_wilson,
     mean_estimate,
     n_effective,
     paired_estimate,
@@ -51,6 +56,7 @@ from .data import (
 from .datasets import (
     DATASETS,
     DatasetChecksumError,
+    DatasetError,
     DatasetNotFoundError,
     DatasetSpec,
     alpaca_pairs,
@@ -61,8 +67,58 @@ from .datasets import (
     dataset_matrix,
     dataset_path,
     dataset_search_path,
+    dataset_texts,
     oll_factors_load,
     oll_matrix_draw,
+)
+from .ecc import (
+    ECC_TEXT_FIELDS,
+    METHOD_COLOURS,
+    MODES,
+    ECCEvaluation,
+    ECCFit,
+    ECCSimulation,
+    ECCStudy,
+    ecc_cluster_agreement,
+    ecc_embed_texts,
+    ecc_embeddings_build,
+    ecc_embeddings_load,
+    ecc_evaluate,
+    ecc_explore,
+    ecc_fit,
+    ecc_infer,
+    ecc_plot_gains,
+    ecc_predict,
+    ecc_profile_recovery,
+    ecc_scores,
+    ecc_simulate,
+    ecc_study,
+)
+from .harmony import (
+    HarmonySummary,
+    Partition,
+    Rebalancing,
+    harmony_benchmark,
+    harmony_bootstrap,
+    harmony_compare,
+    harmony_correlate,
+    harmony_explore,
+    harmony_plot_plane,
+    harmony_plot_profile,
+    harmony_profile,
+    harmony_rebalance,
+    harmony_score,
+    harmony_validate,
+    partition_ari,
+    partition_kmeans,
+    partition_labels,
+    partition_silhouette,
+    partition_spectral,
+    similarity_bernoulli,
+    similarity_irt,
+    similarity_knn,
+    similarity_matrix,
+    similarity_tau,
 )
 from .irt import (
     IRTFit,
@@ -77,6 +133,7 @@ from .irt import (
     irt_rank_compare,
     irt_se,
 )
+from .logs import LogFormatError, log_read, log_read_inspect, log_read_lm_eval, log_read_table
 from .missing import (
     MissingDetails,
     PropensityFit,
@@ -97,16 +154,31 @@ from .missing import (
     weights_compute,
 )
 from .montecarlo import mc_coverage_clustered, mc_run, mc_summarise, mc_tolerance
+from .planning import (
+    PlanVariance,
+    plan_mdd,
+    plan_power,
+    plan_power_plot,
+    plan_resample_gain,
+    plan_sample_size,
+    plan_se,
+    plan_variance,
+    plan_zero_failures,
+)
 from .plots import PALETTE, plot_coverage, plot_intervals, plot_mc_errors, plot_style
-from .reproduce import ReproTable, repro_report_write
+from .report import Report, report_build, report_write
+from .reproduce import PAPERS, ReproTable, repro_report_write
 from .simulate import (
     MECHANISMS,
+    SIZE_DESIGNS,
     simulate_2pl,
     simulate_calibrate,
     simulate_cluster_sizes,
     simulate_clustered,
     simulate_icc_observed,
     simulate_missing,
+    simulate_paired,
+    simulate_redundant,
 )
 from .types import as_rng
 from .widgets import widget_choice, widget_live, widget_slider
@@ -125,6 +197,7 @@ __all__ = [
     # datasets
     "DATASETS",
     "DatasetSpec",
+    "DatasetError",
     "DatasetNotFoundError",
     "DatasetChecksumError",
     "dataset_search_path",
@@ -134,6 +207,7 @@ __all__ = [
     "dataset_load",
     "dataset_matrix",
     "dataset_items",
+    "dataset_texts",
     "alpaca_pairs",
     "oll_factors_load",
     "oll_matrix_draw",
@@ -148,14 +222,20 @@ __all__ = [
     "deff_from_icc",
     "deff_empirical",
     "n_effective",
+    "clusters_effective",
+    "interval_wilson",
+    "coverage_study",
+    "COVERAGE_ESTIMATORS",
     # simulation
     "MECHANISMS",
+    "SIZE_DESIGNS",
     "simulate_calibrate",
     "simulate_icc_observed",
     "simulate_cluster_sizes",
     "simulate_clustered",
     "simulate_missing",
     "simulate_2pl",
+    "simulate_redundant",
     # Monte Carlo
     "mc_run",
     "mc_summarise",
@@ -191,6 +271,35 @@ __all__ = [
     "irt_flag_uninformative",
     "irt_rank_compare",
     "irt_group_easiness",
+    # Bradley-Terry
+    "BTFit",
+    "bt_fit",
+    "bt_encode",
+    "bt_pairs_from_matrix",
+    "bt_pairs_sample",
+    "bt_simulate",
+    # ECC: evidence-calibrated query clustering
+    "ECC_TEXT_FIELDS",
+    "MODES",
+    "ECCFit",
+    "ECCEvaluation",
+    "ECCSimulation",
+    "ecc_embed_texts",
+    "ecc_embeddings_build",
+    "ecc_embeddings_load",
+    "ecc_fit",
+    "ecc_infer",
+    "ecc_predict",
+    "ecc_scores",
+    "ecc_evaluate",
+    "ecc_simulate",
+    "ecc_cluster_agreement",
+    "ecc_profile_recovery",
+    "ecc_plot_gains",
+    "ecc_explore",
+    "ecc_study",
+    "ECCStudy",
+    "METHOD_COLOURS",
     # active evaluation (FAQ / Pro-Active Inference)
     "ACTIVE_METHODS",
     "ACTIVE_SPARSITY",
@@ -212,7 +321,33 @@ __all__ = [
     "active_loo",
     "active_plot_run",
     "ACTIVE_COLORS",
+    # HARMONY: partitions, the metric, the mean-variance plane
+    "similarity_bernoulli",
+    "similarity_irt",
+    "similarity_tau",
+    "similarity_matrix",
+    "similarity_knn",
+    "Partition",
+    "partition_labels",
+    "partition_spectral",
+    "partition_kmeans",
+    "partition_silhouette",
+    "partition_ari",
+    "HarmonySummary",
+    "Rebalancing",
+    "harmony_profile",
+    "harmony_score",
+    "harmony_bootstrap",
+    "harmony_compare",
+    "harmony_benchmark",
+    "harmony_rebalance",
+    "harmony_plot_profile",
+    "harmony_plot_plane",
+    "harmony_explore",
+    "harmony_validate",
+    "harmony_correlate",
     # reproduction report
+    "PAPERS",
     "ReproTable",
     "repro_report_write",
     # plots and widgets
@@ -224,6 +359,27 @@ __all__ = [
     "widget_live",
     "widget_slider",
     "widget_choice",
+    # logs.py: importers of eval logs
+    "LogFormatError",
+    "log_read",
+    "log_read_inspect",
+    "log_read_lm_eval",
+    "log_read_table",
+    # report.py: `evalkit report`
+    "Report",
+    "report_build",
+    "report_write",
+    # planning.py: power and sample size
+    "PlanVariance",
+    "plan_variance",
+    "plan_se",
+    "plan_power",
+    "plan_mdd",
+    "plan_sample_size",
+    "plan_resample_gain",
+    "plan_zero_failures",
+    "plan_power_plot",
+    "simulate_paired",
 ]
 
 __version__ = "0.1.0"

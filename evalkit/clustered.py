@@ -3,30 +3,42 @@
 Items in an evaluation come in clusters (sub-tasks, subjects, source datasets). Outcomes in the
 same cluster are correlated, so the i.i.d. standard error of an accuracy is too small. This module
 holds the one implementation of the cluster-robust (sandwich) variance that every evalkit method
-uses, for plain and weighted (Hájek) means and for paired differences between two models.
+uses, for plain and weighted (Hájek) means and for paired differences between two models: CR0,
+CR1 and Bell–McCaffrey's CR2 with its Satterthwaite degrees of freedom (as R's clubSandwich), the
+effective number of clusters, a boundary-aware (Wilson) interval, and the coverage study that
+compares them (:func:`coverage_study`).
 
-Paper: papers/000 (Handling Missing Responses under Cluster Dependence), the "Variance" and
-"Design effect" parts of METHODS.md section 1.
+Paper: [MISSING] (Handling Missing Responses under Cluster Dependence), the "Variance" and
+"Design effect" parts of METHODS.md section 1. Bell and McCaffrey (2002), "Bias reduction in
+standard errors for linear regression with multi-stage samples", Survey Methodology 28(2);
+Pustejovsky and Tipton (2018), "Small-sample methods for cluster-robust variance estimation and
+hypothesis testing in fixed effects models", JBES 36(4); Carter, Schnepel and Steigerwald (2017),
+REStat 99(4). Notebook ``00-why-the-average-lies`` teaches this module.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Literal, cast
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 from scipy import stats
 
-from ._checks import as_binary_vector, as_float_vector, as_labels, check_alpha, warn
+from ._checks import as_binary_vector, as_float_vector, as_labels, as_weights, check_alpha, warn
 from .types import as_rng
 
 __all__ = [
     "Estimate",
     "SEKind",
     "interval_t",
+    "interval_wilson",
+    "clusters_effective",
+    "coverage_study",
+    "COVERAGE_ESTIMATORS",
     "mean_estimate",
     "paired_estimate",
     "cluster_scores_variance",
@@ -40,6 +52,14 @@ __all__ = [
 
 SEKind = Literal["iid", "CR0", "CR1", "CR2"]
 _SE_KINDS: tuple[str, ...] = ("iid", "CR0", "CR1", "CR2")
+DFRule = Literal["auto", "satterthwaite", "clusters"]
+WeightsKind = Literal["sampling", "inverse_variance"]
+IntervalKind = Literal["t", "wilson"]
+
+CLUSTERS_EFFECTIVE_MIN = 10.0
+"""Below this effective number of clusters :func:`mean_estimate` warns that no sandwich can be trusted."""
+CLUSTER_SHARE_MAX = 0.5
+"""Above this share of the total weight in one cluster :func:`mean_estimate` warns likewise."""
 
 
 @dataclass(frozen=True)
@@ -52,13 +72,17 @@ class Estimate:
     ci_low, ci_high : float
         Two-sided ``1 - alpha`` interval.
     df : float
-        Degrees of freedom of the ``t`` reference distribution (``inf`` = normal).
+        Degrees of freedom of the ``t`` reference distribution (``inf`` = normal): ``n - 1`` for
+        i.i.d., ``M - 1`` for CR0/CR1, the Satterthwaite (Bell–McCaffrey) value for CR2.
     method : str
         A short label such as ``"mean, CR1"``.
     n : int
         Number of observations used.
     n_clusters : int or None
-        Number of clusters (None for i.i.d. methods).
+        Number of clusters ``M`` (None for i.i.d. methods).
+    n_clusters_effective : float or None
+        Effective number of clusters ``G*`` (:func:`clusters_effective`), next to ``M``; None for
+        i.i.d. methods and for estimates built elsewhere.
     """
 
     estimate: float
@@ -69,6 +93,7 @@ class Estimate:
     method: str
     n: int
     n_clusters: int | None = None
+    n_clusters_effective: float | None = None
 
     @property
     def width(self) -> float:
@@ -86,18 +111,64 @@ class Estimate:
         return d
 
 
+def _t_quantile(df: float, alpha: float) -> float:
+    return float(stats.norm.ppf(1 - alpha / 2) if math.isinf(df) else stats.t.ppf(1 - alpha / 2, df))
+
+
 def interval_t(estimate: float, se: float, df: float, alpha: float = 0.05) -> tuple[float, float]:
     """Two-sided ``t`` interval ``estimate -/+ t_{1-alpha/2, df} * se`` (normal when ``df`` is inf)."""
     check_alpha(alpha)
-    q = float(stats.norm.ppf(1 - alpha / 2) if math.isinf(df) else stats.t.ppf(1 - alpha / 2, df))
+    q = _t_quantile(df, alpha)
     return float(estimate - q * se), float(estimate + q * se)
+
+
+def interval_wilson(p: float, n_eff: float, *, df: float = math.inf, alpha: float = 0.05) -> tuple[float, float]:
+    """Wilson score interval for a proportion on an effective sample size.
+
+    ``(p + q^2/(2 n)) / (1 + q^2/n) -/+ q / (1 + q^2/n) * sqrt(p (1 - p)/n + q^2/(4 n^2))`` with
+    ``n = n_eff`` and ``q`` the ``1 - alpha/2`` quantile of ``t_df`` (normal when ``df`` is inf).
+    Unlike the Wald/``t`` interval it stays inside ``[0, 1]`` and does not collapse to a point
+    when ``p`` is 0 or 1. With clustered items pass ``n_eff = n / deff`` (Wilson 1927; for
+    complex samples, Korn and Graubard 1998).
+
+    Parameters
+    ----------
+    p : float in [0, 1]
+    n_eff : float > 0
+    df : float
+    alpha : float
+
+    Examples
+    --------
+    Thirty items, all correct: the Wald interval is ``[1, 1]``; Wilson's is not.
+
+    >>> lo, hi = interval_wilson(1.0, 30)
+    >>> round(lo, 3), hi
+    (0.886, 1.0)
+
+    Notebook: ``00-why-the-average-lies``.
+    """
+    check_alpha(alpha)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be a proportion in [0, 1], got {p}")
+    if not n_eff > 0 or not math.isfinite(n_eff):
+        raise ValueError(f"n_eff must be positive and finite, got {n_eff}")
+    q2 = _t_quantile(df, alpha) ** 2
+    denom = 1.0 + q2 / n_eff
+    centre = (p + q2 / (2 * n_eff)) / denom
+    half = math.sqrt(q2) / denom * math.sqrt(p * (1 - p) / n_eff + q2 / (4 * n_eff**2))
+    lo = 0.0 if p == 0.0 else max(0.0, centre - half)   # exact endpoints at the boundary
+    hi = 1.0 if p == 1.0 else min(1.0, centre + half)
+    return float(lo), float(hi)
 
 
 def cluster_scores_variance(scores: np.ndarray, codes: np.ndarray, n_clusters: int, total_weight: float,
                             kind: str, cluster_weight: np.ndarray | None = None) -> float:
     """Sandwich variance of a (weighted) mean from per-observation scores ``w_i (y_i - theta)``.
 
-    This is the single place where evalkit's cluster-robust variance is computed.
+    The sandwich for estimating equations that only come as scores (stacked equations, paired
+    IPW). For a plain or weighted mean, :func:`mean_estimate` computes CR2 exactly (with
+    :func:`_cr2_rows`) and should be preferred.
 
     Parameters
     ----------
@@ -110,9 +181,12 @@ def cluster_scores_variance(scores: np.ndarray, codes: np.ndarray, n_clusters: i
     total_weight : float
         ``W = sum w`` (the bread is ``1/W``).
     kind : {"CR0", "CR1", "CR2"}
-        CR0: ``sum_g U_g^2 / W^2``. CR1: times ``M/(M-1)``. CR2 (Bell–McCaffrey): each ``U_g`` is
-        scaled by ``(1 - W_g/W)^{-1/2}``, the exact CR2 adjustment for a mean (the cluster's
-        leverage is ``W_g/W``).
+        CR0: ``sum_g U_g^2 / W^2``. CR1: times ``M/(M-1)``. CR2: each ``U_g`` scaled by
+        ``(1 - W_g/W)^{-1/2}``. This is Bell–McCaffrey's CR2 exactly without weights, and
+        clubSandwich's ``inverse_var = TRUE`` variant when the weights are constant within each
+        cluster; with weights that vary within a cluster it is the CR2 of the
+        ``sqrt(w)``-transformed regression, which is neither of clubSandwich's two variants (see
+        :func:`mean_estimate`).
     cluster_weight : (M,) array, optional
         ``W_g``; needed for CR2.
     """
@@ -132,25 +206,231 @@ def cluster_scores_variance(scores: np.ndarray, codes: np.ndarray, n_clusters: i
     return float(meat / total_weight**2)
 
 
+def _inv_sqrt_psd(lam: np.ndarray) -> np.ndarray:
+    """``lam^{-1/2}`` with clubSandwich's convention: eigenvalues at or below 1e-12 map to 0."""
+    out = np.zeros_like(lam)
+    ok = lam > 1e-12
+    out[ok] = lam[ok] ** -0.5
+    return out
+
+
+def _cr2_rows(w: np.ndarray, codes: np.ndarray, n_clusters: int, weights_kind: str) -> np.ndarray:
+    """Rows of the CR2-adjusted estimating matrices: ``E_i`` with ``c_g = sum_{i in g} E_i e_i``.
+
+    For the weighted mean (``X = 1``), clubSandwich's CR2 is ``E_g = w_g' A_g`` with
+    ``A_g = V_g' G_g^{-1/2} V_g``, ``G_g = V_g [(I - H) Theta (I - H)']_gg V_g'``,
+    ``H = 1 w' / W`` and ``V_g' V_g = Theta_g``, ``Theta`` the working covariance:
+
+    * ``"sampling"``: ``Theta = I`` (clubSandwich's default for weighted ``lm``). Then
+      ``G_g = I - (1 w' + w 1')/W + (sum w^2 / W^2) 1 1'`` is the identity plus a symmetric matrix
+      on ``span{1, w_g}``, so ``G_g^{-1/2}`` is computed in closed form on that plane, in
+      ``O(n)`` for all clusters at once.
+    * ``"inverse_variance"``: ``Theta = diag(1/w)`` (``inverse_var = TRUE``). Then
+      ``G_g = diag(1/w^2) - w^{-1/2} (w^{-1/2})'/W`` has no such shortcut unless ``w`` is constant
+      in the cluster; other clusters take a symmetric eigendecomposition (``O(n_g^3)``).
+    """
+    W = float(w.sum())
+    n_g = np.bincount(codes, minlength=n_clusters).astype(float)
+    Wg = np.bincount(codes, weights=w, minlength=n_clusters)
+    if weights_kind == "sampling":
+        c = float(np.dot(w, w)) / W**2
+        d = w - (Wg / n_g)[codes]                       # w minus its cluster mean (two-pass: exact)
+        nd = np.sqrt(np.bincount(codes, weights=d * d, minlength=n_clusters))
+        wnorm = np.sqrt(np.bincount(codes, weights=w * w, minlength=n_clusters))
+        plane = nd > 1e-13 * wnorm                      # w varies in the cluster: a 2-D subspace
+        sq = np.sqrt(n_g)
+        # orthonormal basis q1 = 1/sqrt(n), q2 = d/|d|; coordinates of 1 and w in it
+        a1 = sq
+        b1, b2 = Wg / sq, np.where(plane, nd, 0.0)
+        K = np.empty((n_clusters, 2, 2))
+        K[:, 0, 0] = 1.0 - 2.0 * a1 * b1 / W + c * a1 * a1
+        K[:, 0, 1] = K[:, 1, 0] = -a1 * b2 / W
+        K[:, 1, 1] = 1.0
+        lam, vec = np.linalg.eigh(K)
+        f = _inv_sqrt_psd(lam) - 1.0
+        Mx = np.einsum("gij,gj,gkj->gik", vec, f, vec)  # (I + K)^{-1/2} - I on the plane
+        m1 = Mx[:, 0, 0] * b1 + Mx[:, 0, 1] * b2
+        m2 = Mx[:, 1, 0] * b1 + Mx[:, 1, 1] * b2
+        safe_nd = np.where(plane, nd, 1.0)
+        return w + (m1 / sq)[codes] + np.where(plane[codes], (m2 / safe_nd)[codes] * d, 0.0)
+    if weights_kind != "inverse_variance":  # pragma: no cover - guarded by callers
+        raise ValueError(f"unknown weights_kind {weights_kind!r}")
+    E = np.empty_like(w)
+    order = np.argsort(codes, kind="stable")
+    starts = np.searchsorted(codes[order], np.arange(n_clusters + 1))
+    for g in range(n_clusters):
+        idx = order[starts[g]:starts[g + 1]]
+        wg = w[idx]
+        if np.all(wg == wg[0]):                         # constant weight: the leverage form is exact
+            E[idx] = wg / math.sqrt(max(1.0 - Wg[g] / W, 0.0)) if Wg[g] < W else 0.0
+            continue
+        r = 1.0 / np.sqrt(wg)                           # V_g = diag(w^{-1/2})
+        G = np.diag(r**4) - np.outer(r, r) / W
+        lam, vec = np.linalg.eigh(G)
+        A = (vec * _inv_sqrt_psd(lam)) @ vec.T
+        E[idx] = (wg * r) @ A * r                       # w' V' G^{-1/2} V
+    return E
+
+
+def _satterthwaite_df(E: np.ndarray, w: np.ndarray, codes: np.ndarray, n_clusters: int,
+                      weights_kind: str) -> float:
+    """Bell–McCaffrey/Satterthwaite degrees of freedom of ``sum_g c_g^2`` for a weighted mean.
+
+    With ``c_g = s_g' y`` and ``y ~ (mu 1, sigma^2 Theta)`` under the working model, the variance
+    estimate is a quadratic form whose Satterthwaite df is ``tr(P)^2 / ||P||_F^2`` with the
+    ``M x M`` matrix ``P_gh = s_g' Theta s_h`` (clubSandwich's ``coef_test(test = "Satterthwaite")``).
+    Here ``s_g = E_g (block g) - k_g w / W`` with ``k_g = sum_{i in g} E_i``.
+    """
+    W = float(w.sum())
+    theta = np.ones_like(w) if weights_kind == "sampling" else 1.0 / w
+    k = np.bincount(codes, weights=E, minlength=n_clusters)
+    tw2 = theta * w * w
+    S = float(tw2.sum())
+    S_g = np.bincount(codes, weights=tw2, minlength=n_clusters)
+    resid = E - (k / W)[codes] * w                     # s_g on its own block
+    # diagonal: a sum of non-negative terms (no cancellation)
+    diag = np.bincount(codes, weights=theta * resid**2, minlength=n_clusters) + (k / W) ** 2 * (S - S_g)
+    r = np.bincount(codes, weights=theta * w * resid, minlength=n_clusters)
+    off2 = 0.0
+    step = 1024
+    for lo in range(0, n_clusters, step):             # P's off-diagonal part, in row blocks
+        sl = slice(lo, min(lo + step, n_clusters))
+        block = (-(k[sl, None] * r[None, :] + r[sl, None] * k[None, :]) / W
+                 + np.outer(k[sl], k) * (S - S_g[sl, None] - S_g[None, :]) / W**2)
+        rows = np.arange(sl.start, sl.stop)
+        block[rows - lo, rows] = 0.0
+        off2 += float(np.sum(block**2))
+    return float(diag.sum() ** 2 / (np.sum(diag**2) + off2))
+
+
+def clusters_effective(clusters: npt.ArrayLike, *, weights: npt.ArrayLike | None = None,
+                       rho: float = 1.0) -> float:
+    """Effective number of clusters ``G*`` of a (weighted) mean (Carter, Schnepel and Steigerwald 2017).
+
+    ``G* = G / (1 + Gamma)`` with ``Gamma`` the squared coefficient of variation of the clusters'
+    contributions ``gamma_g`` to the variance of the mean. Under equicorrelation ``rho`` within
+    clusters, ``gamma_g = (1 - rho) sum_{i in g} w_i^2 + rho W_g^2``, so
+    ``G* = (sum_g gamma_g)^2 / sum_g gamma_g^2``. The default ``rho = 1`` (the most heterogeneous,
+    hence the most conservative, case; it depends on the design only) gives
+    ``G* = (sum W_g^2)^2 / sum W_g^4``: ``M`` for equal clusters, close to 1 when one cluster holds
+    almost everything. Cluster-robust ``t`` tests behave like ``G*`` clusters, not ``M``; below
+    about 10 no sandwich interval can be trusted as it stands.
+
+    Paper: A. V. Carter, K. T. Schnepel and D. G. Steigerwald (2017), "Asymptotic behavior of a
+    t-test robust to cluster heterogeneity", Review of Economics and Statistics 99(4), 698–709.
+
+    Parameters
+    ----------
+    clusters : (n,) labels
+    weights : (n,) array, optional
+        Positive weights of the mean (default: all 1).
+    rho : float in [0, 1]
+        Within-cluster correlation of the outcomes assumed by the measure.
+
+    Returns
+    -------
+    float
+        ``G*``, between 1 and ``M``.
+
+    Raises
+    ------
+    ValueError
+        Bad labels or weights, or ``rho`` outside ``[0, 1]``.
+
+    Examples
+    --------
+    The case of issue 7: seven clusters, one of them holding 1,692 of 1,698 items.
+
+    >>> clusters = np.repeat(np.arange(7), [1692, 1, 1, 1, 1, 1, 1])
+    >>> round(clusters_effective(clusters), 4)
+    1.0
+    >>> clusters_effective(np.repeat(np.arange(12), 50))
+    12.0
+
+    Notebook: ``00-why-the-average-lies``.
+    """
+    if not 0.0 <= rho <= 1.0:
+        raise ValueError(f"rho must be in [0, 1], got {rho}")
+    clus = np.asarray(clusters)
+    codes, uniques = as_labels(clus, clus.shape[0] if clus.ndim else 0)
+    w = np.ones(codes.size) if weights is None else as_weights(weights, codes.size)
+    return _clusters_effective(w, codes, uniques.size, rho)
+
+
+def _clusters_effective(w: np.ndarray, codes: np.ndarray, n_clusters: int, rho: float = 1.0) -> float:
+    Wg = np.bincount(codes, weights=w, minlength=n_clusters)
+    gamma = rho * Wg**2
+    if rho < 1.0:
+        gamma = gamma + (1.0 - rho) * np.bincount(codes, weights=w * w, minlength=n_clusters)
+    gamma = gamma / gamma.max()
+    return float(gamma.sum() ** 2 / np.sum(gamma**2))
+
+
+def _design_warn(M: int, g_eff: float, share: float, stacklevel: int) -> None:
+    parts = []
+    if M < 5:
+        parts.append(f"only {M} clusters: cluster-robust intervals are unreliable with so few")
+    if g_eff < CLUSTERS_EFFECTIVE_MIN or share > CLUSTER_SHARE_MAX:
+        parts.append(
+            f"the effective number of clusters is {g_eff:.3g} (M = {M}; the largest cluster carries "
+            f"{100 * share:.3g}% of the weight): the sandwich variance rests on the few clusters "
+            "that carry the weight, so no cluster-robust interval can be trusted as it stands"
+        )
+    if parts:
+        warn("; ".join(parts) + ". Prefer CR2 with Satterthwaite df, and report G* next to M.", stacklevel=stacklevel)
+
+
 def mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None = None, *,
                   weights: npt.ArrayLike | None = None, se: SEKind = "CR1",
-                  alpha: float = 0.05, binary: bool = True) -> Estimate:
-    """Mean (or Hájek weighted mean) of outcomes with an i.i.d. or cluster-robust interval.
+                  alpha: float = 0.05, binary: bool = True, df: DFRule = "auto",
+                  weights_kind: WeightsKind = "sampling", interval: IntervalKind = "t") -> Estimate:
+    r"""Mean (or Hájek weighted mean) of outcomes with an i.i.d. or cluster-robust interval.
 
-    The estimate solves ``sum_i w_i (y_i - theta) = 0``, i.e. ``theta = sum w y / sum w``. Its
-    sandwich variance is ``sum_g U_g^2 / W^2`` with ``U_g = sum_{i in g} w_i (y_i - theta)``
-    (CR0), times ``M/(M-1)`` (CR1, the default), or with the Bell–McCaffrey CR2 adjustment.
-    Cluster-robust intervals use ``t`` with ``M - 1`` degrees of freedom; the i.i.d. interval uses
-    the heteroskedasticity-robust ``n/(n-1)`` sandwich (the usual ``s/sqrt(n)`` when unweighted)
-    with ``t_{n-1}``.
+    The estimate solves ``sum_i w_i (y_i - theta) = 0``, i.e. ``theta = sum w y / sum w``
+    (invariant to the scale of the weights). Its sandwich variance is
+    ``sum_g c_g^2 / W^2`` with ``c_g = U_g = sum_{i in g} w_i (y_i - theta)`` (CR0), times
+    ``M/(M-1)`` (CR1, the default), or with Bell–McCaffrey's CR2 adjustment
+    ``c_g = w_g' A_g e_g`` (Bell and McCaffrey 2002; Pustejovsky and Tipton 2018). The i.i.d.
+    interval uses the heteroskedasticity-robust ``n/(n-1)`` sandwich (the usual ``s/sqrt(n)``
+    when unweighted) with ``t_{n-1}``.
 
-    With weights, CR2 is the Bell–McCaffrey adjustment of the ``sqrt(w)``-transformed regression
-    (each ``U_g`` scaled by ``(1 - W_g/W)^{-1/2}``), which treats the weights as sampling weights.
-    R's ``clubSandwich`` treats regression weights as inverse-variance weights and differs from
-    this by well under 1% in typical IPW settings (``tests/test_missing_r.py`` measures it); the
-    two coincide without weights.
+    Reference distribution (``df="auto"``): CR0 and CR1 use ``t_{M-1}``; CR2 uses ``t`` with the
+    Satterthwaite degrees of freedom of Bell and McCaffrey, as
+    ``clubSandwich::coef_test(fit, vcov = "CR2", test = "Satterthwaite")``. With unequal clusters
+    these can be far below ``M - 1`` (under 2 when one cluster carries most of the weight), and
+    ``M - 1`` is then far too generous. ``df="satterthwaite"`` or ``"clusters"`` forces either rule.
 
-    Paper: papers/000.
+    Weighted CR2 needs a working model for the covariance of the outcomes, and clubSandwich has
+    two for ``lm(y ~ 1, weights = w)``:
+
+    * ``weights_kind="sampling"`` (default) equals
+      ``clubSandwich::vcovCR(lm(y ~ 1, weights = w), cluster, type = "CR2")`` with its default
+      working model for weighted ``lm``, the identity (``inverse_var = FALSE``): right for
+      sampling and inverse-probability weights, which say how much an outcome counts, not how
+      noisy it is.
+    * ``weights_kind="inverse_variance"`` equals ``vcovCR(..., inverse_var = TRUE)``, the working
+      model ``Var(y_i) ∝ 1/w_i``: for weights that are inverse variances. It needs an
+      eigendecomposition of every cluster whose weights vary (``O(n_g^3)``: about a second for a
+      cluster of 2,000 items); the default is ``O(n)``.
+
+    Both reduce to the unweighted CR2 when all weights are equal. With weights constant within each
+    cluster, ``"inverse_variance"`` reduces to scaling each ``U_g`` by ``(1 - W_g/W)^{-1/2}``; with
+    weights that vary within clusters, that scaling (used by evalkit before this version: the CR2 of
+    the ``sqrt(w)``-transformed regression) is neither variant. The Satterthwaite df use the same
+    working model. CR0 and CR1 do not depend on it.
+
+    Near the boundary (every outcome 0 or every outcome 1) the ``t`` interval collapses to a point;
+    ``interval="wilson"`` gives the Wilson score interval (:func:`interval_wilson`) on the
+    effective sample size ``n_eff = p (1 - p) / se^2`` (that is, ``n / deff``), with the same
+    ``t`` quantile; when ``p`` is 0 or 1 the variance carries no information and ``n_eff`` falls
+    back to its value under perfect within-cluster correlation, ``W^2 / sum_g W_g^2`` (the Kish
+    size ``W^2 / sum w^2`` for ``se="iid"``). ``n_eff`` never exceeds the Kish size.
+
+    Cluster-robust estimates report the effective number of clusters (:func:`clusters_effective`)
+    and warn (:class:`~evalkit.EvalkitWarning`) when it is under 10 or when one cluster carries
+    more than half the weight.
+
+    Paper: [MISSING]; notebook ``00-why-the-average-lies`` teaches it.
 
     Parameters
     ----------
@@ -159,12 +439,19 @@ def mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None = None, *,
     clusters : (n,) labels, optional
         Cluster of each outcome; required for the CR kinds.
     weights : (n,) array, optional
-        Positive weights (for example inverse propensities). Default: all 1.
+        Positive weights (for example inverse propensities). Default: all 1. Only their ratios
+        matter.
     se : {"iid", "CR0", "CR1", "CR2"}
     alpha : float
         The interval is two-sided ``1 - alpha``.
     binary : bool
         Check that ``y`` holds only 0/1 (set False for differences or continuous scores).
+    df : {"auto", "satterthwaite", "clusters"}
+        Degrees of freedom of cluster-robust intervals (ignored for ``se="iid"``).
+    weights_kind : {"sampling", "inverse_variance"}
+        Working model of weighted CR2 and of the Satterthwaite df (see above).
+    interval : {"t", "wilson"}
+        ``"wilson"`` needs binary outcomes.
 
     Returns
     -------
@@ -174,62 +461,131 @@ def mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None = None, *,
     ------
     ValueError
         NaN or non-binary outcomes, misaligned clusters or weights, non-positive weights, a
-        cluster-robust kind without clusters, or a single cluster (its variance is undefined).
+        cluster-robust kind without clusters, a single cluster (its variance is undefined), or an
+        unknown option.
+
+    Warns
+    -----
+    EvalkitWarning
+        Fewer than 5 clusters, an effective number of clusters under 10, a cluster with more than
+        half the weight, or (binary outcomes) a ``t`` interval of width 0 at the boundary or one
+        that leaves ``[0, 1]``.
+
+    Examples
+    --------
+    Twenty-four items in twelve clusters of two:
+
+    >>> y = np.array([1, 1, 0, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 1, 0, 1])
+    >>> g = np.repeat(np.arange(12), 2)
+    >>> e = mean_estimate(y, g, se="CR2")
+    >>> round(e.estimate, 4), round(e.se, 4), e.df, e.n_clusters, e.n_clusters_effective
+    (0.6667, 0.1124, 11.0, 12, 12.0)
+    >>> round(mean_estimate(y, se="iid").se, 4)
+    0.0983
+
+    Sampling weights that vary within clusters, and the two CR2 working models:
+
+    >>> w = 1.0 + np.arange(24) % 3
+    >>> for kind in ("sampling", "inverse_variance"):
+    ...     e = mean_estimate(y, g, weights=w, se="CR2", weights_kind=kind)
+    ...     print(kind, round(e.estimate, 4), round(e.se, 4), round(e.df, 2))
+    sampling 0.6667 0.1233 9.68
+    inverse_variance 0.6667 0.1228 10.52
+
+    All correct: ``interval="wilson"`` keeps a lower bound below 1.
+
+    >>> e = mean_estimate(np.ones(24), g, se="CR2", interval="wilson")
+    >>> round(e.ci_low, 3), e.ci_high
+    (0.712, 1.0)
     """
+    return _mean_estimate(y, clusters, weights, se, alpha, binary, df, weights_kind, interval, stacklevel=4)
+
+
+def _mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None, weights: npt.ArrayLike | None, se: str,
+                   alpha: float, binary: bool, df: str, weights_kind: str, interval: str, *,
+                   stacklevel: int) -> Estimate:
+    """The body of :func:`mean_estimate`; ``stacklevel`` points warnings at the user's call."""
     y = as_binary_vector(y, "y") if binary else as_float_vector(y, "y")
     check_alpha(alpha)
     if se not in _SE_KINDS:
         raise ValueError(f"se must be one of {_SE_KINDS}, got {se!r}")
+    if df not in ("auto", "satterthwaite", "clusters"):
+        raise ValueError(f"df must be 'auto', 'satterthwaite' or 'clusters', got {df!r}")
+    if weights_kind not in ("sampling", "inverse_variance"):
+        raise ValueError(f"weights_kind must be 'sampling' or 'inverse_variance', got {weights_kind!r}")
+    if interval not in ("t", "wilson"):
+        raise ValueError(f"interval must be 't' or 'wilson', got {interval!r}")
+    if interval == "wilson" and not binary:
+        raise ValueError("interval='wilson' is for proportions: it needs binary=True")
     n = y.size
-    if weights is None:
-        w = np.ones(n)
-    else:
-        w = as_float_vector(weights, "weights")
-        if w.size != n:
-            raise ValueError(f"weights has {w.size} entries but y has {n}")
-        if (w <= 0).any():
-            raise ValueError("weights must be strictly positive (drop non-respondents instead of giving them weight 0)")
+    w = np.ones(n) if weights is None else as_weights(weights, n)
     W = float(w.sum())
     theta = float(np.dot(w, y) / W)
-    scores = w * (y - theta)
+    if binary:
+        theta = min(1.0, max(0.0, theta))
+    e = y - theta
+    label = "mean" if weights is None else "weighted mean"
 
     if se == "iid":
         if n < 2:
             raise ValueError("need at least two observations for a standard error")
-        var = n / (n - 1) * float(np.sum(scores**2)) / W**2
-        s = math.sqrt(var)
-        lo, hi = interval_t(theta, s, n - 1, alpha)
-        label = "mean, iid" if weights is None else "weighted mean, iid"
-        return Estimate(theta, s, lo, hi, float(n - 1), label, n, None)
-
-    if clusters is None:
-        raise ValueError(f"se={se!r} needs cluster labels; pass clusters= or use se='iid'")
-    codes, uniques = as_labels(clusters, n)
-    M = uniques.size
-    if M < 2:
-        raise ValueError(
-            "only one cluster: a cluster-robust variance needs at least two clusters "
-            "(with a single cluster the data carry no information about between-cluster variation)"
-        )
-    if M < 5:
-        warn(f"only {M} clusters: cluster-robust intervals are unreliable with so few; "
-             "prefer CR2 and read them with care")
-    Wg = np.bincount(codes, weights=w, minlength=M)
-    var = cluster_scores_variance(scores, codes, M, W, se, Wg)
+        var = n / (n - 1) * float(np.sum((w * e) ** 2)) / W**2
+        dof = float(n - 1)
+        n_floor = W**2 / float(np.dot(w, w))
+        M: int | None = None
+        g_eff: float | None = None
+        method = f"{label}, iid"
+    else:
+        if clusters is None:
+            raise ValueError(f"se={se!r} needs cluster labels; pass clusters= or use se='iid'")
+        codes, uniques = as_labels(clusters, n)
+        M = int(uniques.size)
+        if M < 2:
+            raise ValueError(
+                "only one cluster: a cluster-robust variance needs at least two clusters "
+                "(with a single cluster the data carry no information about between-cluster variation)"
+            )
+        Wg = np.bincount(codes, weights=w, minlength=M)
+        g_eff = _clusters_effective(w, codes, M)
+        _design_warn(M, g_eff, float(Wg.max() / W), stacklevel + 1)
+        if se == "CR2":
+            E = _cr2_rows(w, codes, M, weights_kind)
+        else:
+            E = w * (math.sqrt(M / (M - 1)) if se == "CR1" else 1.0)
+        c = np.bincount(codes, weights=E * e, minlength=M)
+        var = float(np.dot(c, c)) / W**2
+        use_satt = df == "satterthwaite" or (df == "auto" and se == "CR2")
+        dof = _satterthwaite_df(E, w, codes, M, weights_kind) if use_satt else float(M - 1)
+        n_floor = W**2 / float(np.dot(Wg, Wg))
+        method = f"{label}, {se}" + (", Satterthwaite df" if use_satt else "")
     s = math.sqrt(var)
-    lo, hi = interval_t(theta, s, M - 1, alpha)
-    label = "mean" if weights is None else "weighted mean"
-    return Estimate(theta, s, lo, hi, float(M - 1), f"{label}, {se}", n, int(M))
+    if interval == "wilson":
+        kish = W**2 / float(np.dot(w, w))
+        pq = theta * (1.0 - theta)
+        n_eff = pq / var if pq > 0 and var > 0 else n_floor
+        lo, hi = interval_wilson(theta, min(n_eff, kish), df=dof, alpha=alpha)
+        method += ", Wilson"
+    else:
+        lo, hi = interval_t(theta, s, dof, alpha)
+        if binary and s == 0.0:
+            warn(f"every outcome is {int(theta)}: the t interval collapses to [{theta:g}, {theta:g}] with se 0; "
+                 "use interval='wilson' for a boundary-aware interval", stacklevel=stacklevel)
+        elif binary and (lo < 0.0 or hi > 1.0):
+            warn(f"the t interval [{lo:.3g}, {hi:.3g}] for the accuracy {theta:.3g} leaves [0, 1] (an accuracy "
+                 "near 0 or 1, or very few degrees of freedom); interval='wilson' stays inside [0, 1]",
+                 stacklevel=stacklevel)
+    return Estimate(theta, s, lo, hi, dof, method, n, M, g_eff)
 
 
 def paired_estimate(y_a: npt.ArrayLike, y_b: npt.ArrayLike, clusters: npt.ArrayLike | None = None, *,
-                    se: SEKind = "CR1", alpha: float = 0.05) -> Estimate:
+                    se: SEKind = "CR1", alpha: float = 0.05, df: DFRule = "auto") -> Estimate:
     """Accuracy difference ``mean(y_a - y_b)`` of two models on the same items, with a paired interval.
 
     Pairing removes the shared item difficulty; clustering is respected by computing the
-    cluster-robust variance of the per-item differences (:func:`mean_estimate`).
+    cluster-robust variance of the per-item differences (:func:`mean_estimate`, including its
+    Satterthwaite df for CR2 and its design warnings).
 
-    Paper: papers/000.
+    Paper: [MISSING]; notebook ``00-why-the-average-lies`` teaches it.
 
     Parameters
     ----------
@@ -238,19 +594,194 @@ def paired_estimate(y_a: npt.ArrayLike, y_b: npt.ArrayLike, clusters: npt.ArrayL
     clusters : (n,) labels, optional
     se : {"iid", "CR0", "CR1", "CR2"}
     alpha : float
+    df : {"auto", "satterthwaite", "clusters"}
+        As in :func:`mean_estimate`.
 
     Raises
     ------
     ValueError
         Different lengths, NaN, non-binary values, or the mean_estimate errors.
+
+    Examples
+    --------
+    >>> a = np.array([1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 1])
+    >>> b = np.array([1, 0, 1, 0, 0, 1, 0, 1, 0, 1, 1, 0, 0, 1, 1, 0, 1, 0, 1, 1])
+    >>> d = paired_estimate(a, b, np.repeat(np.arange(10), 2), se="CR2")
+    >>> round(d.estimate, 2), round(d.se, 4), round(d.df, 2)
+    (0.25, 0.0833, 9.0)
     """
     a = as_binary_vector(y_a, "y_a")
     b = as_binary_vector(y_b, "y_b")
     if a.size != b.size:
         raise ValueError(f"y_a has {a.size} items and y_b {b.size}; a paired comparison needs the same items")
-    est = mean_estimate(a - b, clusters, se=se, alpha=alpha, binary=False)
+    est = _mean_estimate(a - b, clusters, None, se, alpha, False, df, "sampling", "t", stacklevel=4)
     return Estimate(est.estimate, est.se, est.ci_low, est.ci_high, est.df,
-                    est.method.replace("mean", "paired difference"), est.n, est.n_clusters)
+                    est.method.replace("mean", "paired difference"), est.n, est.n_clusters,
+                    est.n_clusters_effective)
+
+
+COVERAGE_ESTIMATORS: dict[str, str] = {
+    "iid": "t(n-1)",
+    "CR1": "t(M-1)",
+    "CR2": "t(Satterthwaite)",
+    "CR2, t(M-1)": "t(M-1)",
+    "CR2, Wilson": "Wilson on n/deff, t(Satterthwaite)",
+}
+"""The intervals :func:`coverage_study` can score, with their reference distribution."""
+
+
+def coverage_study(*, designs: str | npt.ArrayLike | Sequence[str | npt.ArrayLike] | Mapping[str, npt.ArrayLike]
+                   = ("balanced", "skewed", "dominant"),
+                   n_clusters: int = 20, cluster_size: int = 20, mean: float = 0.6, icc: float = 0.1,
+                   n_reps: int = 2000, seed: int = 0, alpha: float = 0.05,
+                   estimators: Sequence[str] = ("iid", "CR1", "CR2"),
+                   dominant_share: float = 0.8, beta_x: float = 0.0) -> pd.DataFrame:
+    """Coverage of i.i.d. and cluster-robust intervals for a mean over cluster-size designs.
+
+    The study behind notebook ``00-why-the-average-lies``: for each design, draw ``n_reps``
+    benchmarks of ``n_clusters`` clusters with expected accuracy ``mean`` and observed-scale ICC
+    ``icc`` (the outcome model of :func:`evalkit.simulate_clustered`), compute each interval and
+    count how often it covers ``mean``. The cluster sizes are fixed per design (a benchmark's
+    structure); the outcomes are redrawn in every replication. Replication ``r`` uses the
+    generator ``default_rng(SeedSequence(seed).spawn(n_reps)[r])``, as :func:`evalkit.mc_run`
+    does, so ``mc_run`` with :func:`mean_estimate` on ``simulate_clustered(sizes=...)`` gives the
+    same numbers, one replication at a time; this function computes all replications at once.
+
+    Estimators (``COVERAGE_ESTIMATORS``): ``"iid"`` (``t_{n-1}``), ``"CR1"`` (``t_{M-1}``),
+    ``"CR2"`` (Satterthwaite df), ``"CR2, t(M-1)"`` (to separate the variance correction from the
+    df correction) and ``"CR2, Wilson"`` (:func:`interval_wilson` on ``n/deff``).
+
+    Paper: [MISSING]; Bell and McCaffrey (2002); Pustejovsky and Tipton (2018).
+
+    Parameters
+    ----------
+    designs : design name, sizes, or a sequence or mapping of them
+        ``"balanced"``, ``"skewed"`` (log-normal sizes drawn with ``rng=seed``), ``"dominant"``
+        (one cluster with ``dominant_share`` of the items), or explicit ``(M,)`` integer sizes
+        (named ``"custom"``, or by the mapping's keys).
+    n_clusters, cluster_size : int
+        ``M`` and the average cluster size of the named designs.
+    mean, icc : float
+        Expected accuracy (the truth) and observed-scale intra-class correlation.
+    n_reps : int
+        Replications per design (at least 2).
+    seed : int
+    alpha : float
+        Nominal level ``1 - alpha``.
+    estimators : sequence of str
+        Keys of ``COVERAGE_ESTIMATORS``.
+    dominant_share : float
+        Share of the items in the large cluster of ``"dominant"``.
+    beta_x : float
+        Item-covariate effect of the outcome model.
+
+    Returns
+    -------
+    DataFrame
+        One row per design and estimator: ``design, estimator, reference, n_reps, coverage,
+        coverage_mcse`` (binomial Monte Carlo SE), ``width, se_mean, sd_estimate, bias, df_mean,
+        n_items, n_clusters, n_clusters_effective, largest_share``. The sizes of each design are in
+        ``attrs["sizes"]``.
+
+    Raises
+    ------
+    ValueError
+        Unknown design or estimator, ``n_reps < 2``, and the errors of the simulators.
+
+    Examples
+    --------
+    >>> res = coverage_study(designs="dominant", n_reps=200, seed=1)
+    >>> print(res[["estimator", "coverage", "df_mean"]].round(2).to_string(index=False))
+    estimator  coverage  df_mean
+          iid      0.24   399.00
+          CR1      0.22    19.00
+          CR2      0.96     1.52
+
+    Notebook: ``00-why-the-average-lies``.
+    """
+    from .simulate import _outcomes_draw, _sizes_resolve, simulate_calibrate
+
+    check_alpha(alpha)
+    if n_reps < 2:
+        raise ValueError(f"n_reps must be at least 2, got {n_reps}")
+    unknown = [k for k in estimators if k not in COVERAGE_ESTIMATORS]
+    if unknown or not estimators:
+        raise ValueError(f"estimators must be keys of COVERAGE_ESTIMATORS {list(COVERAGE_ESTIMATORS)}, got {unknown}")
+    named: list[tuple[str, str | npt.ArrayLike]]
+    if isinstance(designs, Mapping):
+        named = [(str(k), v) for k, v in designs.items()]
+    elif isinstance(designs, str) or (isinstance(designs, np.ndarray) and designs.dtype.kind in "iu"):
+        named = [(designs if isinstance(designs, str) else "custom", designs)]
+    else:
+        seq = list(designs)  # type: ignore[arg-type]
+        if seq and all(isinstance(v, (int, np.integer)) for v in seq):
+            named = [("custom", np.asarray(seq))]
+        else:
+            named = [(v if isinstance(v, str) else f"custom{i}", v) for i, v in enumerate(seq)]
+    mu, sigma_u = simulate_calibrate(float(mean), float(icc), float(beta_x))
+    children = np.random.SeedSequence(seed).spawn(n_reps)
+    rows: list[dict[str, object]] = []
+    all_sizes: dict[str, list[int]] = {}
+    for name, spec in named:
+        named_design = isinstance(spec, str)
+        n_g = _sizes_resolve(spec if isinstance(spec, str) else np.asarray(spec),
+                             n_clusters if named_design else None, cluster_size if named_design else None,
+                             as_rng(seed), dominant_share)
+        all_sizes[name] = n_g.tolist()
+        M, N = int(n_g.size), int(n_g.sum())
+        if M < 2:
+            raise ValueError(f"design {name!r} has a single cluster")
+        Y = np.empty((n_reps, N))
+        for r in range(n_reps):
+            Y[r] = _outcomes_draw(np.random.default_rng(children[r]), n_g, mu, sigma_u, float(beta_x))[4]
+        codes = np.repeat(np.arange(M), n_g)
+        ones = np.ones(N)
+        est = Y.mean(axis=1)
+        E = Y - est[:, None]
+        U = np.add.reduceat(E, np.r_[0, np.cumsum(n_g)[:-1]], axis=1)
+        g_eff = _clusters_effective(ones, codes, M)
+        var_iid = np.sum(E**2, axis=1) / (N * (N - 1))
+        var_cr1 = M / (M - 1) * np.sum(U**2, axis=1) / N**2
+        adj = _cr2_rows(ones, codes, M, "sampling")[np.r_[0, np.cumsum(n_g)[:-1]]]  # constant per cluster
+        var_cr2 = np.sum((U * adj) ** 2, axis=1) / N**2
+        df_satt = _satterthwaite_df(_cr2_rows(ones, codes, M, "sampling"), ones, codes, M, "sampling")
+        n_floor = N**2 / float(np.dot(n_g, n_g))
+        for key in estimators:
+            if key == "iid":
+                var, dof = var_iid, float(N - 1)
+            elif key == "CR1":
+                var, dof = var_cr1, float(M - 1)
+            elif key == "CR2, t(M-1)":
+                var, dof = var_cr2, float(M - 1)
+            else:
+                var, dof = var_cr2, df_satt
+            se = np.sqrt(var)
+            q = _t_quantile(dof, alpha)
+            if key == "CR2, Wilson":
+                pq = est * (1 - est)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    n_eff = np.where((pq > 0) & (var > 0), pq / var, n_floor)
+                n_eff = np.minimum(n_eff, N)
+                denom = 1 + q**2 / n_eff
+                centre = (est + q**2 / (2 * n_eff)) / denom
+                half = q / denom * np.sqrt(est * (1 - est) / n_eff + q**2 / (4 * n_eff**2))
+                lo = np.where(est == 0.0, 0.0, np.maximum(0.0, centre - half))
+                hi = np.where(est == 1.0, 1.0, np.minimum(1.0, centre + half))
+            else:
+                lo, hi = est - q * se, est + q * se
+            cover = float(np.mean((lo <= mean) & (mean <= hi)))
+            rows.append({
+                "design": name, "estimator": key, "reference": COVERAGE_ESTIMATORS[key], "n_reps": n_reps,
+                "coverage": cover, "coverage_mcse": math.sqrt(cover * (1 - cover) / n_reps),
+                "width": float(np.mean(hi - lo)), "se_mean": float(se.mean()),
+                "sd_estimate": float(est.std(ddof=1)), "bias": float(est.mean() - mean), "df_mean": dof,
+                "n_items": N, "n_clusters": M, "n_clusters_effective": g_eff,
+                "largest_share": float(n_g.max() / N),
+            })
+    out = pd.DataFrame(rows)
+    out.attrs["sizes"] = all_sizes
+    out.attrs.update(mean=mean, icc=icc, alpha=alpha, seed=seed)
+    return out
 
 
 def bootstrap_cluster(statistic: Callable[[np.ndarray, np.ndarray], float], clusters: npt.ArrayLike, *,
@@ -323,12 +854,28 @@ def icc_anova(y: npt.ArrayLike, clusters: npt.ArrayLike) -> float:
     usual estimator for unbalanced clusters and binary outcomes. It can be slightly negative when
     the true ICC is near zero; the value is returned unclipped.
 
-    Paper: papers/000.
+    Paper: [MISSING].
+
+    Parameters
+    ----------
+    y : (n,) array
+        Outcomes (0/1 or continuous); NaN is refused.
+    clusters : (n,) labels
 
     Raises
     ------
     ValueError
         NaN outcomes, fewer than two clusters, or no within-cluster replication.
+
+    Examples
+    --------
+    Three clusters that mostly agree inside:
+
+    >>> y = np.array([1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 1])
+    >>> round(icc_anova(y, np.repeat(np.arange(3), 4)), 3)
+    0.75
+
+    Notebook: ``00-why-the-average-lies``.
     """
     y = as_float_vector(y, "y")
     codes, uniques = as_labels(clusters, y.size)
@@ -363,16 +910,54 @@ def icc_latent(sigma_u: float) -> float:
     return v / (v + math.pi**2 / 3)
 
 
-def deff_from_icc(m_bar: float, rho: float) -> float:
-    """Design effect ``1 + (m_bar - 1) rho`` of a mean over clusters of average size ``m_bar``.
+def deff_from_icc(m_bar: float | npt.ArrayLike, rho: float) -> float:
+    """Design effect ``1 + (m - 1) rho`` of a mean over clusters, from the ICC and the cluster sizes.
 
-    Example: ``m_bar = 50, rho = 0.2`` gives ``10.8``.
+    ``m_bar`` is either a number (the cluster size ``m``, exact for equal clusters) or the array
+    of cluster sizes ``n_g``, in which case ``m = sum n_g^2 / sum n_g``, the size-weighted mean
+    size. That is the exact design effect of an unweighted mean under equicorrelation ``rho``:
+    ``Var(ybar) = sigma^2 / n * [1 + (sum n_g^2 / n - 1) rho]``. With unequal clusters the plain
+    average size understates it (Kish 1965).
+
+    Paper: [MISSING]; notebook ``00-why-the-average-lies`` teaches it.
+
+    Parameters
+    ----------
+    m_bar : float or (M,) int array
+        Cluster size, or the size of every cluster.
+    rho : float in [-1, 1]
+        Intra-class correlation of the outcomes.
+
+    Raises
+    ------
+    ValueError
+        A size below 1, non-integer or empty sizes, or ``rho`` outside ``[-1, 1]``.
+
+    Examples
+    --------
+    >>> deff_from_icc(50, 0.2)
+    10.8
+
+    One cluster of 400 items and nine of 10: the average size is 49, the size-weighted 328.
+
+    >>> round(deff_from_icc(np.array([400] + [10] * 9), 0.2), 2)
+    66.47
+    >>> round(deff_from_icc(49, 0.2), 2)
+    10.6
     """
-    if m_bar < 1:
-        raise ValueError(f"m_bar is an average cluster size and must be >= 1, got {m_bar}")
     if not -1 <= rho <= 1:
         raise ValueError(f"rho must be a correlation in [-1, 1], got {rho}")
-    return 1.0 + (float(m_bar) - 1.0) * float(rho)
+    if np.ndim(m_bar) == 0:
+        m = float(m_bar)  # type: ignore[arg-type]
+        if not m >= 1:
+            raise ValueError(f"m_bar is a cluster size and must be >= 1, got {m}")
+    else:
+        n_g = np.asarray(m_bar, dtype=float)
+        if n_g.ndim != 1 or n_g.size == 0 or not np.isfinite(n_g).all() or (n_g < 1).any() \
+                or (n_g != np.round(n_g)).any():
+            raise ValueError("cluster sizes must be a non-empty 1-D array of integers >= 1")
+        m = float(np.dot(n_g, n_g) / n_g.sum())
+    return 1.0 + (m - 1.0) * float(rho)
 
 
 def n_effective(n: float, deff: float) -> float:
@@ -387,10 +972,22 @@ def deff_empirical(y: npt.ArrayLike, clusters: npt.ArrayLike, *, weights: npt.Ar
 
     Both variances are the uncorrected sandwich (CR0 over HC0), so the ratio isolates the effect
     of clustering from small-sample corrections.
+
+    Raises
+    ------
+    ValueError
+        NaN outcomes, misaligned labels or weights, non-positive or non-finite weights, fewer than
+        two clusters, or outcomes that are all identical.
+
+    Examples
+    --------
+    >>> y = np.array([1, 1, 1, 0, 0, 0, 1, 1, 0, 1, 0, 0])
+    >>> round(deff_empirical(y, np.repeat(np.arange(4), 3)), 3)
+    1.667
     """
     y = as_float_vector(y, "y")
     n = y.size
-    w = np.ones(n) if weights is None else as_float_vector(weights, "weights")
+    w = np.ones(n) if weights is None else as_weights(weights, n)
     codes, uniques = as_labels(clusters, n)
     if uniques.size < 2:
         raise ValueError("the design effect needs at least two clusters")
@@ -400,4 +997,4 @@ def deff_empirical(y: npt.ArrayLike, clusters: npt.ArrayLike, *, weights: npt.Ar
     if v_iid == 0:
         raise ValueError("all outcomes are identical: the design effect is undefined")
     v_cl = cluster_scores_variance(scores, codes, uniques.size, W, "CR0")
-    return v_cl / v_iid
+    return float(v_cl / v_iid)

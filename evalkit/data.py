@@ -78,8 +78,9 @@ def long_validate(df: pd.DataFrame, *, extra_statuses: Sequence[str] = ()) -> pd
     for col in ("model", "item", "cluster", "status"):
         if out[col].isna().any():
             raise ValueError(f"column {col!r} has {int(out[col].isna().sum())} missing values")
+        _check_one_label_type(out[col], col)
         out[col] = out[col].astype(str)
-    out["correct"] = pd.to_numeric(out["correct"], errors="raise").astype(float)
+    out["correct"] = _as_numeric(out["correct"], "correct")
 
     allowed = set(STATUSES) | set(extra_statuses)
     unknown = sorted(set(out["status"].unique()) - allowed)
@@ -112,6 +113,42 @@ def long_validate(df: pd.DataFrame, *, extra_statuses: Sequence[str] = ()) -> pd
     return out
 
 
+def _check_one_label_type(col: pd.Series, name: str) -> None:
+    """Refuse an object column that mixes numbers and strings (``1`` and ``"1"`` would merge on ``astype(str)``)."""
+    if col.dtype != object:
+        return
+    kinds = col.map(type).unique()
+    has_str = any(issubclass(k, str) for k in kinds)
+    has_num = any(issubclass(k, (int, float, np.number)) and not issubclass(k, bool) for k in kinds)
+    if has_str and has_num:
+        num = col[col.map(lambda v: not isinstance(v, str))].iloc[0]
+        txt = col[col.map(lambda v: isinstance(v, str))].iloc[0]
+        raise ValueError(
+            f"column {name!r} mixes numbers and strings (for example {num!r} and {txt!r}); labels that "
+            f"print alike would be merged. Convert the column to one type first, e.g. df[{name!r}].astype(str)"
+        )
+
+
+def _as_numeric(col: pd.Series, name: str) -> pd.Series:
+    """``col`` as float, or a ValueError that names the column and a bad value."""
+    try:
+        return pd.to_numeric(col, errors="raise").astype(float)
+    except (ValueError, TypeError):
+        bad = pd.to_numeric(col, errors="coerce").isna() & col.notna()
+        example = col[bad].iloc[0] if bad.any() else None
+        raise ValueError(
+            f"column {name!r} must be numeric (0/1, NaN where missing); found {int(bad.sum())} non-numeric "
+            f"values such as {example!r}"
+        ) from None
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a`` (no copy; the caller's own array stays writable)."""
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
 @dataclass(frozen=True)
 class EvalMatrix:
     """The matrix view of an evaluation.
@@ -128,6 +165,16 @@ class EvalMatrix:
         The cluster (sub-task, category, source) of each item.
     item_info : DataFrame or None
         Optional per-item metadata indexed by item id, in the order of ``items``.
+
+    The arrays are validated once, when the matrix is built, and then stored as read-only views, so
+    a validated matrix cannot be changed into an invalid one (copy an array to modify it).
+
+    Raises
+    ------
+    ValueError
+        Wrong shapes, outcomes other than 0/1, status codes outside ``0 .. len(STATUSES) - 1`` or
+        not ``ok`` exactly where an outcome is observed, duplicate model ids, or missing (NaN or
+        None) cluster labels.
     """
 
     Y: Matrix
@@ -152,8 +199,32 @@ class EvalMatrix:
         if not np.isin(Y[obs], (0.0, 1.0)).all():
             raise ValueError("Y must hold 0/1 where observed")
         st = np.asarray(self.status)
+        if st.dtype.kind not in "iu":
+            raise ValueError(f"status must hold integer codes into STATUSES, got dtype {st.dtype}")
+        bad = (st < 0) | (st >= len(STATUSES))
+        if bad.any():
+            raise ValueError(
+                f"status holds {int(bad.sum())} codes outside 0..{len(STATUSES) - 1} (e.g. {int(st[bad][0])}); "
+                f"code i means STATUSES[i] = {STATUSES}"
+            )
         if (st[obs] != 0).any() or (st[~obs] == 0).any():
             raise ValueError("status must be 0 ('ok') exactly where Y is observed")
+        models = np.asarray(self.models)
+        uniq, counts = np.unique(models, return_counts=True)
+        if (counts > 1).any():
+            raise ValueError(f"duplicate model ids {uniq[counts > 1][:3].tolist()}; every row needs its own model id")
+        clusters = np.asarray(self.clusters)
+        if clusters.dtype.kind == "f":
+            n_nan = int(np.isnan(clusters).sum())
+        elif clusters.dtype == object:
+            n_nan = int(pd.isna(clusters).sum())
+        else:
+            n_nan = 0
+        if n_nan:
+            raise ValueError(f"clusters has {n_nan} missing (NaN or None) labels; give every item a cluster")
+        for name, arr in (("Y", Y), ("status", st), ("models", models), ("items", np.asarray(self.items)),
+                          ("clusters", clusters)):
+            object.__setattr__(self, name, _readonly(arr))
 
     @property
     def n_models(self) -> int:
@@ -198,7 +269,7 @@ def _positions(ids: np.ndarray, wanted: Sequence[str], what: str) -> np.ndarray:
 
 
 def long_to_matrix(df: pd.DataFrame, *, fill_status: str = "not_run",
-                   item_columns: Sequence[str] = ()) -> EvalMatrix:
+                   item_columns: str | Sequence[str] = ()) -> EvalMatrix:
     """Pivot a long table into an :class:`EvalMatrix`.
 
     Parameters
@@ -207,13 +278,19 @@ def long_to_matrix(df: pd.DataFrame, *, fill_status: str = "not_run",
         A long table (validated with :func:`long_validate`).
     fill_status : str
         Status given to ``(model, item)`` cells absent from the table (default ``not_run``).
-    item_columns : sequence of str
-        Extra per-item columns to carry into ``item_info`` (they must be constant per item).
+    item_columns : str or sequence of str
+        Extra per-item columns to carry into ``item_info``; each must be constant per item.
 
     Returns
     -------
     EvalMatrix
         Models and items in order of first appearance.
+
+    Raises
+    ------
+    ValueError
+        The errors of :func:`long_validate`, an unknown ``fill_status``, or an item column that is
+        absent or takes more than one value for the same item.
     """
     if fill_status not in MISSING_REASONS:
         raise ValueError(f"fill_status must be one of {MISSING_REASONS}, got {fill_status!r}")
@@ -232,11 +309,20 @@ def long_to_matrix(df: pd.DataFrame, *, fill_status: str = "not_run",
     first = df.drop_duplicates("item").set_index("item").loc[cast(Any, items)]
     clusters = first["cluster"].to_numpy(dtype=str)
     info = None
-    if item_columns:
-        missing = [c for c in item_columns if c not in df.columns]
+    cols = [item_columns] if isinstance(item_columns, str) else list(item_columns)
+    if cols:
+        missing = [c for c in cols if c not in df.columns]
         if missing:
             raise ValueError(f"item_columns {missing} are not in the table")
-        info = first[list(item_columns)].copy()
+        n_values = df.groupby("item", sort=False)[cols].nunique(dropna=False)
+        for c in cols:
+            varying = n_values.index[n_values[c] > 1]
+            if len(varying):
+                raise ValueError(
+                    f"item column {c!r} is not constant per item: {len(varying)} items carry several "
+                    f"values, e.g. item {varying[0]!r}; keep per-answer columns in the long table"
+                )
+        info = first[cols].copy()
     return EvalMatrix(Y, status, np.asarray(models, dtype=str), np.asarray(items, dtype=str), clusters, info)
 
 

@@ -1,22 +1,34 @@
-"""The data registry: real evaluation results, found on a search path and verified by checksum.
+"""The data registry: real evaluation results, carried in the repository and verified by checksum.
 
 Every dataset evalkit knows is an entry of :data:`DATASETS` (name -> :class:`DatasetSpec`: files
-with their sha256, licence, upstream source). evalkit **never downloads** anything and the
-repository never holds a copy of the data: the files are looked up as
+with their sha256, licence, upstream source). The repository's ``data/`` folder holds the
+**numeric** tables of every dataset (outcomes, statuses, ids, labels, option probabilities,
+factor models, and lengths computed from the item texts); the item texts themselves are never
+part of evalkit. evalkit **never downloads** anything. A file is looked up as
 ``<root>/<folder>/<file>`` on the search path
 
 1. every folder in the environment variable ``EVALKIT_DATA`` (several folders separated by
    ``os.pathsep``, i.e. ``:`` on Linux/macOS, ``;`` on Windows), in order;
-2. the user cache folder ``$XDG_CACHE_HOME/evalkit`` (``~/.cache/evalkit`` when
+2. the repository's ``data/`` folder (found by default: nothing to set up in a clone);
+3. the user cache folder ``$XDG_CACHE_HOME/evalkit`` (``~/.cache/evalkit`` when
    ``XDG_CACHE_HOME`` is unset).
 
-The first copy found is checked against its sha256 on first use in a process; an absent file
-raises :class:`DatasetNotFoundError`, a corrupted one :class:`DatasetChecksumError`, both with a
-message that names the dataset, the places searched, the expected checksum, the upstream source
-and what to do.
+The first intact copy wins. Every use reads the file and checks the sha256 of the very bytes it
+parses, so a file changed on disk is caught at once, also inside one process. A copy that is
+absent, unreadable, or has another checksum is skipped (with an :class:`EvalkitWarning` for the
+last two) and the search goes on to the next root; when no root has an intact copy,
+:class:`DatasetNotFoundError` or :class:`DatasetChecksumError` names the dataset, every place
+searched with what was found there, the expected checksum, the upstream source and what to do.
 
 Loaders return the evalkit long table (``model, item, cluster, correct, status`` plus extras; see
 :mod:`evalkit.data`) or, through :func:`dataset_matrix`, its matrix view.
+
+Adding files that a project script computes (for example text embeddings): write them under
+``data/<folder>/`` from a script in ``scripts/`` and register them in ``_SPECS`` (a new
+:class:`DatasetSpec` with ``source="evalkit: scripts/<script>.py"``, or new entries in an existing
+spec's ``files``). ``scripts/build_data.py`` builds the numeric tables of the six upstream
+datasets; read item texts, where a copy of the upstream data is available, with
+:func:`dataset_texts`.
 """
 
 from __future__ import annotations
@@ -24,7 +36,9 @@ from __future__ import annotations
 import difflib
 import functools
 import hashlib
+import io
 import os
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,12 +49,14 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from ._checks import warn
 from .data import EvalMatrix, long_to_matrix, long_validate
 from .types import as_rng
 
 __all__ = [
     "DATASETS",
     "DatasetSpec",
+    "DatasetError",
     "DatasetNotFoundError",
     "DatasetChecksumError",
     "dataset_search_path",
@@ -50,6 +66,7 @@ __all__ = [
     "dataset_load",
     "dataset_matrix",
     "dataset_items",
+    "dataset_texts",
     "alpaca_pairs",
     "oll_factors_load",
     "oll_matrix_draw",
@@ -57,6 +74,9 @@ __all__ = [
 
 ENV_VAR = "EVALKIT_DATA"
 """Environment variable holding the data roots (separated by ``os.pathsep``)."""
+
+REPO_DATA = Path(__file__).resolve().parent.parent / "data"
+"""The repository's ``data/`` folder (second on the search path)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -75,11 +95,12 @@ class DatasetSpec:
     folder : str
         Folder under a data root that holds the files.
     files : Mapping[str, str]
-        File name -> expected sha256 (hex).
+        File name -> expected sha256 (hex) of the files evalkit reads (those in ``data/``).
     licence : str
-        Licence of the upstream data.
+        Licence of the upstream data (share-alike data keep it: see ``data/README.md``).
     source : str
-        Upstream repository (``owner/name`` on GitHub).
+        Upstream repository (``owner/name`` on GitHub), or ``"evalkit: scripts/<script>.py"``
+        for files this project computes.
     commit : str
         Upstream commit(s) the files were converted from.
     description : str
@@ -94,6 +115,12 @@ class DatasetSpec:
         Caveats and citation notes (also see the folder's ``SOURCE.md``).
     load_options : tuple of str
         Keyword options :func:`dataset_load` accepts for this dataset.
+    upstream : Mapping[str, str]
+        Upstream file -> sha256 of the converted copies that ``scripts/build_data.py`` reads
+        (and :func:`dataset_texts` for the texts). Not in the repository; never read by the
+        loaders.
+    texts : str
+        The upstream file (a key of ``upstream``) that holds the item texts, or ``""``.
     """
 
     name: str
@@ -108,15 +135,17 @@ class DatasetSpec:
     missingness: str = ""
     notes: str = ""
     load_options: tuple[str, ...] = field(default=(), repr=False)
+    upstream: Mapping[str, str] = field(default_factory=dict, repr=False)
+    texts: str = field(default="", repr=False)
 
     @property
     def source_url(self) -> str:
-        """The upstream repository as a URL."""
-        return f"https://github.com/{self.source}"
+        """The upstream repository as a URL (or the project script, for files evalkit computes)."""
+        return self.source if self.source.startswith("evalkit:") else f"https://github.com/{self.source}"
 
     def provenance(self) -> str:
         """One line of provenance and licence, for notebooks and error messages."""
-        return f"{self.source_url} @ {self.commit} (licence: {self.licence}; see {self.folder}/SOURCE.md)"
+        return f"{self.source_url} @ {self.commit} (licence: {self.licence}; see data/{self.folder}/SOURCE.md)"
 
 
 _SPECS: tuple[DatasetSpec, ...] = (
@@ -124,8 +153,8 @@ _SPECS: tuple[DatasetSpec, ...] = (
         name="mmlu_pro_official",
         folder="mmlu_pro_official",
         files={
-            "responses_long.csv.gz": "1a5c0c6a47a195e9db9a3aa7061fd11fb87c23f57c7e2b81336118b09bf3496c",
-            "items.csv.gz": "4138849645f031835635d257908bc940f863ff777138db07d30a77fdfae69b24",
+            "responses_long.csv.xz": "f10517606491cff4d4a6242faf61de38ff198cfc54c38d211b168b0b7e8c18ee",
+            "items.csv.xz": "0f6c57aad5d7737aad93cc50ae2ea3acf47a7e6351d21b8bc615862051c80ae0",
             "matrix_correct_nan_missing.npz": "a551bb8ab6742d11c1c312cb274e203a16255bd3cd05f2dd1c7ee1cad5726886",
             "model_sources.csv": "42b8f4efb1d6eafe4a3730dab230d966dbfb4072e72b5718a964f3939e375db9",
         },
@@ -140,14 +169,19 @@ _SPECS: tuple[DatasetSpec, ...] = (
         notes="The official scorer replaces parse failures by a random guess; evalkit keeps them "
         "missing (status parse_failure). Model outputs are subject to the models' own terms.",
         load_options=("cluster", "models"),
+        upstream={
+            "responses_long.csv.gz": "1a5c0c6a47a195e9db9a3aa7061fd11fb87c23f57c7e2b81336118b09bf3496c",
+            "items.csv.gz": "4138849645f031835635d257908bc940f863ff777138db07d30a77fdfae69b24",
+        },
+        texts="items.csv.gz",
     ),
     DatasetSpec(
         name="chembench",
         folder="chembench",
         files={
-            "responses_long.csv.gz": "09ae3aef4caefd2e3231e3414dac8687b8b71818165bf7bf6a9a7df34cd7f206",
-            "items.csv.gz": "c43b7ba7343a1456f7dbe5d4a858d861ecb0e49bb12219acff4dc2c6ecf7640f",
-            "mcq_option_probs.csv.gz": "04e226f2cf0919133daa5d8241fd5d81f1a0176f7310f8c3eadcb6f65b7570ee",
+            "responses_long.csv.xz": "ee72dee324e1f2e88f4c255f7ffff10e63007a2fbef769d07ff14d261f5bb183",
+            "items.csv.xz": "3f7da21932cf25bb996589a7afd9d1861c8ae62bf2b8e73ec69469e1b54d2bd6",
+            "mcq_option_probs.csv.xz": "74b231ad45f740671946070bb34a1b94f0cd3b8619397a0884a89d092124accc",
             "matrix_correct.npz": "6a018115e1facad6ca0b2e6afd33a82873486c04b08a596f97cfc009a980076f",
         },
         licence="MIT",
@@ -159,8 +193,14 @@ _SPECS: tuple[DatasetSpec, ...] = (
         missingness="964 refusal rows (keyword flag, noisy); 800 parse failures",
         notes="Several runs are variants of one model (-T-one, -react, log_prob*, random_baseline, "
         "paper-qa). ChemBench scores refusals and parse failures; that score is kept in "
-        "correct_reported.",
+        "correct_reported. mcq_option_probs keeps the option letters, not their texts.",
         load_options=("cluster",),
+        upstream={
+            "responses_long.csv.gz": "09ae3aef4caefd2e3231e3414dac8687b8b71818165bf7bf6a9a7df34cd7f206",
+            "items.csv.gz": "c43b7ba7343a1456f7dbe5d4a858d861ecb0e49bb12219acff4dc2c6ecf7640f",
+            "mcq_option_probs.csv.gz": "04e226f2cf0919133daa5d8241fd5d81f1a0176f7310f8c3eadcb6f65b7570ee",
+        },
+        texts="items.csv.gz",
     ),
     DatasetSpec(
         name="livecodebench_gen",
@@ -178,16 +218,17 @@ _SPECS: tuple[DatasetSpec, ...] = (
         shape="45 models x 400 problems",
         clusters="difficulty easy/medium/hard (platform-assigned); platform; contest date",
         missingness="none",
-        notes="correct = majority of samples passing (pass@1 >= 50%); no problem text.",
+        notes="correct = majority of samples passing (pass@1 >= 50%); no problem text. Share-alike: "
+        "these files, and tables derived from them, stay under CC BY-SA 4.0.",
         load_options=("cluster",),
     ),
     DatasetSpec(
         name="alpaca_eval",
         folder="alpaca_eval",
         files={
-            "judgments_long.csv.gz": "3b305e4713a317e527a1141e5e0ba8c21b59a7ca43458d5b517b3401d3bbfad8",
-            "items.csv.gz": "0717170337433e5647983d0ce335a4d40308abe816e8735db92ff46988e8f9b2",
-            "model_output_lengths.csv.gz": "48611ab81267fa87d6f34d2249190a5a79882df52b9dbb39a29f09db6437c604",
+            "judgments_long.csv.xz": "6350e7da6572a2a1391b43c1c244ff22c52a0db6b4a5af0fc4960ab55b9a3d35",
+            "items.csv.xz": "87040947b7bc22cd7c044280af57d99746b61a51dc9f53e02e0f70933ae1c0bb",
+            "model_output_lengths.csv.xz": "9817e4151a0fcf0f757fa44a6a043ca419033ca078b69f7b4ed2b0b478bb5f9e",
         },
         licence="Apache-2.0",
         source="tatsu-lab/alpaca_eval",
@@ -199,13 +240,19 @@ _SPECS: tuple[DatasetSpec, ...] = (
         notes="preference: 1 = reference preferred, 2 = model preferred, 0 or 1.5 = draw "
         "(continuous for the weighted judge); model_wins = preference > 1.5.",
         load_options=("annotator",),
+        upstream={
+            "judgments_long.csv.gz": "3b305e4713a317e527a1141e5e0ba8c21b59a7ca43458d5b517b3401d3bbfad8",
+            "items.csv.gz": "0717170337433e5647983d0ce335a4d40308abe816e8735db92ff46988e8f9b2",
+            "model_output_lengths.csv.gz": "48611ab81267fa87d6f34d2249190a5a79882df52b9dbb39a29f09db6437c604",
+        },
+        texts="items.csv.gz",
     ),
     DatasetSpec(
         name="uncertainty_emotion",
         folder="uncertainty_emotion",
         files={
-            "option_probs_long.csv.gz": "b34040e81fcbd6154d4111f497e92de6172488cdd46281bba527c95b6dbac4b0",
-            "items.csv.gz": "12bd85a08b8bb1f3910d35b33e6673f8257d07c28189599b4142d80ffcd3f9af",
+            "option_probs_long.csv.xz": "20c4b0661f522e6796e590ca4b88a0dcb8278a3a246fb68834ff637b89bf68ea",
+            "items.csv.xz": "cd90d9e81546b58968b1d8ad554ddb522a31bfbc09752916fd737bbbb1257da6",
             "option_labels.json": "a3af0ba1a80690b56aed84edd975598d995f2ff399b88fe043b227a4f873b674",
         },
         licence="MIT (upstream smartyfh/LLM-Uncertainty-Bench; the fork has no LICENSE file)",
@@ -217,8 +264,13 @@ _SPECS: tuple[DatasetSpec, ...] = (
         missingness="none",
         notes="Options A-F = Sadness, Joy, Anger, Fear, I don't know, None of the above. The "
         "Emotion data (dair-ai/emotion) have their own terms: teaching use; check before "
-        "re-publishing.",
+        "re-publishing. The tweets are not in the repository, only their lengths.",
         load_options=("prompt", "icl"),
+        upstream={
+            "option_probs_long.csv.gz": "b34040e81fcbd6154d4111f497e92de6172488cdd46281bba527c95b6dbac4b0",
+            "items.csv.gz": "12bd85a08b8bb1f3910d35b33e6673f8257d07c28189599b4142d80ffcd3f9af",
+        },
+        texts="items.csv.gz",
     ),
     DatasetSpec(
         name="oll_v2_factor_model",
@@ -243,6 +295,27 @@ _SPECS: tuple[DatasetSpec, ...] = (
     ),
 )
 
+# ECC's local text embeddings (issue 10): numbers computed by this project from the item texts of
+# three datasets; the files live in the repository's data/embeddings/ (see its README).
+_SPECS += (
+    DatasetSpec(
+        name="embeddings",
+        folder="embeddings",
+        files={
+            "mmlu_pro_official.npz": "9ebc67eaa107c636932b8ced05a288390acdcd20fa0a9a9073cba9bdf5e4fe3e",
+            "alpaca_eval.npz": "27103a87988780f389e617de07287f599432e0f25715ff20caa133ae220e37f6",
+            "chembench.npz": "d89459463ca7b5d2cdf01aca4d65694f960d7677ebfda33abaee204ce0a9bafe",
+        },
+        licence="derived by evalkit from Apache-2.0 (MMLU-Pro, AlpacaEval) and MIT (ChemBench) item texts",
+        source="evalkit: scripts/build_embeddings.py",
+        commit="this repository",
+        description="TF-IDF + truncated SVD unit embeddings (64-d, float16) of item texts, for ECC",
+        shape="12,032 (MMLU-Pro) + 805 (AlpacaEval) + 2,788 (ChemBench) items x 64",
+        notes="No text is stored: item ids, embeddings and singular values only. Regenerate with "
+        "scripts/build_embeddings.py (tests/test_ecc.py compares).",
+    ),
+)
+
 DATASETS: Mapping[str, DatasetSpec] = MappingProxyType({s.name: s for s in _SPECS})
 """The registry: dataset name -> :class:`DatasetSpec` (read-only)."""
 
@@ -252,12 +325,16 @@ DATASETS: Mapping[str, DatasetSpec] = MappingProxyType({s.name: s for s in _SPEC
 # --------------------------------------------------------------------------------------------
 
 
-class DatasetNotFoundError(FileNotFoundError):
-    """A registered data file is on none of the search-path roots."""
+class DatasetError(Exception):
+    """No intact copy of a registered data file could be read (base of the two errors below)."""
 
 
-class DatasetChecksumError(ValueError):
-    """A data file was found but its sha256 is not the registered one."""
+class DatasetNotFoundError(DatasetError, FileNotFoundError):
+    """A registered data file is absent (or unreadable) on every root of the search path."""
+
+
+class DatasetChecksumError(DatasetError, ValueError):
+    """A registered data file was found, but no copy has the registered sha256."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -277,29 +354,29 @@ def dataset_search_path() -> list[tuple[Path, str]]:
     Returns
     -------
     list of (Path, str)
-        ``(root, origin)`` pairs: the folders of ``EVALKIT_DATA`` (origin ``"EVALKIT_DATA"``)
-        then the user cache folder (origin ``"user cache"``). Read afresh on every call, so
-        changing ``os.environ`` takes effect immediately.
+        ``(root, origin)`` pairs: the folders of ``EVALKIT_DATA`` (origin ``"EVALKIT_DATA"``),
+        the repository's ``data/`` (origin ``"repository data/"``), then the user cache folder
+        (origin ``"user cache"``). Read afresh on every call, so changing ``os.environ`` takes
+        effect immediately.
+
+    Examples
+    --------
+    >>> import evalkit as ek
+    >>> [origin for _, origin in ek.dataset_search_path()][-2:]
+    ['repository data/', 'user cache']
     """
     roots: list[tuple[Path, str]] = []
     env = os.environ.get(ENV_VAR, "")
     for part in env.split(os.pathsep):
         if part.strip():
             roots.append((Path(part.strip()).expanduser(), ENV_VAR))
+    roots.append((REPO_DATA, "repository data/"))
     roots.append((_cache_root(), "user cache"))
     return roots
 
 
-_VERIFIED: dict[tuple[str, int, int], str] = {}
-"""(resolved path, size, mtime_ns) -> sha256 of files already verified in this process."""
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def _spec(name: str) -> DatasetSpec:
@@ -317,29 +394,73 @@ def _spec(name: str) -> DatasetSpec:
 
 def _what_to_do(spec: DatasetSpec) -> str:
     return (
-        f"What to do: set {ENV_VAR} to the folder that holds {spec.folder}/ (in the evalkit "
-        f"workspace that is ../shared/data, e.g. `export {ENV_VAR}=/path/to/shared/data`; "
-        f"separate several folders with {os.pathsep!r}), or copy the folder {spec.folder}/ "
-        f"into {_cache_root()}/. Get the files from {spec.source_url} at commit {spec.commit} "
-        f"(see {spec.folder}/SOURCE.md). evalkit never downloads data."
+        f"What to do: the repository's data/{spec.folder}/ holds this file; restore it with "
+        f"`git checkout -- data/{spec.folder}` in your clone, or set {ENV_VAR} to a folder that "
+        f"holds an intact copy of {spec.folder}/ (separate several folders with {os.pathsep!r}), "
+        f"or copy {spec.folder}/ into {_cache_root()}/. evalkit never downloads data."
     )
 
 
-def _locate(spec: DatasetSpec, filename: str) -> tuple[Path | None, list[tuple[Path, str]]]:
-    searched = []
-    for root, origin in dataset_search_path():
+def _read_first_intact(
+    spec: DatasetSpec, filename: str, expected: str, roots: list[tuple[Path, str]], what: str, advice: str
+) -> tuple[Path, bytes]:
+    """Read ``<root>/<folder>/<filename>`` from the first root whose copy has sha256 ``expected``.
+
+    The checksum is computed on the bytes returned, so what the caller parses is what was checked.
+    Absent, unreadable and corrupted copies are skipped; the last two with a warning when an
+    intact copy is found further on, and in the error otherwise.
+    """
+    attempts: list[tuple[Path, str, str]] = []
+    n_bad = 0
+    for root, origin in roots:
         candidate = root / spec.folder / filename
-        searched.append((candidate, origin))
-        if candidate.is_file():
-            return candidate, searched
-    return None, searched
+        try:
+            data = candidate.read_bytes()
+        except FileNotFoundError:
+            attempts.append((candidate, origin, "absent"))
+            continue
+        except OSError as exc:  # a folder in place of the file, no permission, not a folder, ...
+            reason = exc.strerror or str(exc)
+            attempts.append((candidate, origin, f"cannot be read ({type(exc).__name__}: {reason})"))
+            n_bad += 1
+            continue
+        actual = _sha256(data)
+        if actual != expected:
+            attempts.append((candidate, origin, f"corrupted or another version (sha256 {actual})"))
+            n_bad += 1
+            continue
+        if n_bad:
+            skipped = "; ".join(f"{p} ({o}): {r}" for p, o, r in attempts if r != "absent")
+            warn(f"dataset {spec.name!r}: {filename!r} read from {candidate} ({origin}); skipped {skipped}")
+        return candidate.resolve(), data
+    env = os.environ.get(ENV_VAR)
+    env_line = f"{ENV_VAR} is set to {env!r}." if env else f"{ENV_VAR} is not set."
+    places = "\n".join(f"  - {p}  ({o}): {r}" for p, o, r in attempts)
+    corrupted = any(r.startswith("corrupted") for _, _, r in attempts)
+    problem = "has no intact copy" if corrupted else "was not found" if not n_bad else "could not be read"
+    cls = DatasetChecksumError if corrupted else DatasetNotFoundError
+    raise cls(
+        f"dataset {spec.name!r}: {what} {filename!r} {problem}.\n"
+        f"Places searched (in order):\n{places}\n{env_line}\n"
+        f"Expected sha256: {expected}\n"
+        f"Upstream source: {spec.provenance()}\n"
+        f"{advice}"
+    )
+
+
+def _verified(name: str, filename: str) -> tuple[Path, bytes]:
+    spec = _spec(name)
+    if not isinstance(filename, str) or filename not in spec.files:
+        raise ValueError(f"dataset {name!r} has no file {filename!r}; its files are {sorted(spec.files)}")
+    return _read_first_intact(spec, filename, spec.files[filename], dataset_search_path(), "file", _what_to_do(spec))
 
 
 def dataset_path(name: str, filename: str) -> Path:
     """The verified path of one file of a registered dataset.
 
     The file is looked up as ``<root>/<folder>/<filename>`` on :func:`dataset_search_path`; the
-    first copy found is checked against the registered sha256 (once per process and file).
+    first copy whose sha256 is the registered one wins (absent, unreadable or corrupted copies
+    are skipped, see the module docstring). The check is made afresh on every call.
 
     Parameters
     ----------
@@ -351,54 +472,30 @@ def dataset_path(name: str, filename: str) -> Path:
     Returns
     -------
     Path
-        Absolute path of a file whose checksum matches the registry.
+        Absolute path of a file whose checksum matched the registry when this function read it.
+        evalkit's own loaders parse the bytes they checked; if you open the path yourself, the
+        file may in principle have changed since.
 
     Raises
     ------
     ValueError
         Unknown dataset or file name.
     DatasetNotFoundError
-        The file is on none of the roots (a ``FileNotFoundError``).
+        The file is absent or unreadable on every root (a ``FileNotFoundError``).
     DatasetChecksumError
-        The first copy found has another sha256 (a ``ValueError``).
+        A copy was found, but none has the registered sha256 (a ``ValueError``).
+
+    Examples
+    --------
+    >>> import evalkit as ek
+    >>> ek.dataset_path("livecodebench_gen", "items.csv").name
+    'items.csv'
     """
-    spec = _spec(name)
-    if filename not in spec.files:
-        raise ValueError(f"dataset {name!r} has no file {filename!r}; its files are {sorted(spec.files)}")
-    expected = spec.files[filename]
-    path, searched = _locate(spec, filename)
-    if path is None:
-        env = os.environ.get(ENV_VAR)
-        env_line = (
-            f"{ENV_VAR} is set to {env!r}." if env else f"{ENV_VAR} is not set, so only the user cache was searched."
-        )
-        places = "\n".join(f"  - {p}  ({origin})" for p, origin in searched)
-        raise DatasetNotFoundError(
-            f"dataset {name!r}: file {filename!r} was not found.\n"
-            f"Places searched (in order):\n{places}\n{env_line}\n"
-            f"Expected sha256: {expected}\n"
-            f"Upstream source: {spec.provenance()}\n"
-            f"{_what_to_do(spec)}"
-        )
-    path = path.resolve()
-    st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    actual = _VERIFIED.get(key) or _sha256(path)
-    if actual != expected:
-        raise DatasetChecksumError(
-            f"dataset {name!r}: file {str(path)!r} is corrupted or a different version.\n"
-            f"Expected sha256: {expected}\nActual sha256:   {actual}\n"
-            f"Upstream source: {spec.provenance()}\n"
-            f"What to do: replace {path} with an intact copy of the registered version (or remove "
-            f"it so that the next folder on the search path is used: "
-            f"{[str(r) for r, _ in dataset_search_path()]}). {_what_to_do(spec)}"
-        )
-    _VERIFIED[key] = actual
-    return path
+    return _verified(name, filename)[0]
 
 
 def _found(spec: DatasetSpec) -> bool:
-    return all(_locate(spec, f)[0] is not None for f in spec.files)
+    return all(any((root / spec.folder / f).is_file() for root, _ in dataset_search_path()) for f in spec.files)
 
 
 def dataset_list() -> pd.DataFrame:
@@ -410,6 +507,12 @@ def dataset_list() -> pd.DataFrame:
         One row per dataset with columns ``name, description, shape, clusters, missingness,
         licence, source, commit, found`` (``found``: every file present on the search path;
         checksums are verified only when a file is used).
+
+    Examples
+    --------
+    >>> import evalkit as ek
+    >>> "chembench" in set(ek.dataset_list()["name"])
+    True
     """
     rows = [
         {
@@ -423,7 +526,7 @@ def dataset_list() -> pd.DataFrame:
             "commit": s.commit,
             "found": _found(s),
         }
-        for s in _SPECS
+        for s in DATASETS.values()
     ]
     return pd.DataFrame(rows)
 
@@ -446,39 +549,56 @@ def dataset_info(name: str) -> DatasetSpec:
     ------
     ValueError
         Unknown dataset name.
+
+    Examples
+    --------
+    >>> import evalkit as ek
+    >>> ek.dataset_info("livecodebench_gen").licence
+    'CC BY-SA 4.0'
     """
     return _spec(name)
 
 
 # --------------------------------------------------------------------------------------------
-# Cached raw reads (return copies)
+# Verified, cached reads (return copies)
 # --------------------------------------------------------------------------------------------
 
-
-@functools.lru_cache(maxsize=8)
-def _read_csv_cached(path: str, stamp: tuple[int, int]) -> pd.DataFrame:
-    return pd.read_csv(path, low_memory=False)
-
-
-@functools.lru_cache(maxsize=4)
-def _read_npz_cached(path: str, stamp: tuple[int, int]) -> dict[str, np.ndarray]:
-    with np.load(path, allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
+_PARSED: OrderedDict[tuple[str, str], Any] = OrderedDict()
+"""(sha256, file name) -> parsed table or arrays. Keyed on the content, so never stale."""
+_PARSED_MAX = 12
 
 
-def _stamp(path: Path) -> tuple[int, int]:
-    st = path.stat()
-    return st.st_size, st.st_mtime_ns
+def _compression(filename: str) -> Literal["gzip", "xz"] | None:
+    suffix = Path(filename).suffix
+    return "gzip" if suffix == ".gz" else "xz" if suffix == ".xz" else None
+
+
+def _parse(filename: str, data: bytes) -> Any:
+    if filename.endswith(".npz"):
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    return pd.read_csv(io.BytesIO(data), compression=_compression(filename), low_memory=False)
+
+
+def _parsed(sha: str, filename: str, data: bytes) -> Any:
+    key = (sha, filename)
+    if key in _PARSED:
+        _PARSED.move_to_end(key)
+    else:
+        _PARSED[key] = _parse(filename, data)
+        while len(_PARSED) > _PARSED_MAX:
+            _PARSED.popitem(last=False)
+    return _PARSED[key]
 
 
 def _read_csv(name: str, filename: str) -> pd.DataFrame:
-    path = dataset_path(name, filename)
-    return _read_csv_cached(str(path), _stamp(path)).copy()
+    table: pd.DataFrame = _parsed(DATASETS[name].files[filename], filename, _verified(name, filename)[1])
+    return table.copy()
 
 
 def _read_npz(name: str, filename: str) -> dict[str, np.ndarray]:
-    path = dataset_path(name, filename)
-    return {k: v.copy() for k, v in _read_npz_cached(str(path), _stamp(path)).items()}
+    arrays: dict[str, np.ndarray] = _parsed(DATASETS[name].files[filename], filename, _verified(name, filename)[1])
+    return {k: v.copy() for k, v in arrays.items()}
 
 
 # --------------------------------------------------------------------------------------------
@@ -500,7 +620,7 @@ def _finish(df: pd.DataFrame, first: tuple[str, ...] = ()) -> pd.DataFrame:
 
 def _load_mmlu_pro(*, cluster: str = "category", models: Any = None) -> pd.DataFrame:
     col = {"category": "group", "src": "src"}[_choice(cluster, ("category", "src"), "cluster")]
-    raw = _read_csv("mmlu_pro_official", "responses_long.csv.gz")
+    raw = _read_csv("mmlu_pro_official", "responses_long.csv.xz")
     if models is not None:
         wanted = [models] if isinstance(models, str) else list(models)
         unknown = sorted(set(wanted) - set(raw["model"].unique()))
@@ -528,7 +648,7 @@ def _load_mmlu_pro(*, cluster: str = "category", models: Any = None) -> pd.DataF
 
 def _load_chembench(*, cluster: str = "topic") -> pd.DataFrame:
     col = {"topic": "group", "source_dir": "source_dir"}[_choice(cluster, ("topic", "source_dir"), "cluster")]
-    raw = _read_csv("chembench", "responses_long.csv.gz")
+    raw = _read_csv("chembench", "responses_long.csv.xz")
     status = raw["status"].map({"ok": "ok", "refusal_flag": "refusal", "parse_failure": "parse_failure"})
     if status.isna().any():
         raise ValueError(f"unexpected ChemBench status values {sorted(set(raw['status'][status.isna()]))}")
@@ -568,7 +688,7 @@ _ALPACA_DEFAULT = "weighted_alpaca_eval_gpt4_turbo"
 
 
 def _alpaca_raw(annotator: str) -> pd.DataFrame:
-    raw = _read_csv("alpaca_eval", "judgments_long.csv.gz")
+    raw = _read_csv("alpaca_eval", "judgments_long.csv.xz")
     available = sorted(raw["annotator"].unique())
     if annotator not in available:
         raise ValueError(f"unknown AlpacaEval annotator {annotator!r}; available: {available}")
@@ -598,12 +718,12 @@ def _load_alpaca(*, annotator: str = _ALPACA_DEFAULT) -> pd.DataFrame:
 
 
 def _load_emotion(*, prompt: str | None = "task", icl: str | None = "icl1") -> pd.DataFrame:
-    raw = _read_csv("uncertainty_emotion", "option_probs_long.csv.gz")
+    raw = _read_csv("uncertainty_emotion", "option_probs_long.csv.xz")
     for col, value in (("prompt", prompt), ("icl", icl)):
         if value is not None:
             _choice(value, tuple(sorted(raw[col].unique())), col)
             raw = raw[raw[col] == value]
-    items = _read_csv("uncertainty_emotion", "items.csv.gz").set_index("id")["gold_label"]
+    items = _read_csv("uncertainty_emotion", "items.csv.xz").set_index("id")["gold_label"]
     model = raw["model"]
     if prompt is None or icl is None:
         model = raw["model"] + "/" + raw["prompt"] + "/" + raw["icl"]
@@ -644,13 +764,13 @@ _LOADERS: dict[str, Callable[..., pd.DataFrame]] = {
 }
 
 _LOADER_FILES: dict[str, tuple[str, ...]] = {
-    "mmlu_pro_official": ("responses_long.csv.gz",),
-    "chembench": ("responses_long.csv.gz",),
+    "mmlu_pro_official": ("responses_long.csv.xz",),
+    "chembench": ("responses_long.csv.xz",),
     "livecodebench_gen": ("responses_long.csv.gz",),
-    "alpaca_eval": ("judgments_long.csv.gz",),
-    "uncertainty_emotion": ("option_probs_long.csv.gz", "items.csv.gz"),
+    "alpaca_eval": ("judgments_long.csv.xz",),
+    "uncertainty_emotion": ("option_probs_long.csv.xz", "items.csv.xz"),
 }
-"""The files each loader reads (the in-process cache is keyed on their size and mtime)."""
+"""The files each loader reads (checked on every call; the in-process cache is keyed on their sha256)."""
 
 _ITEM_COLUMNS: dict[str, tuple[str, ...]] = {
     "mmlu_pro_official": ("category", "src"),
@@ -671,7 +791,7 @@ def _options_key(options: Mapping[str, Any]) -> tuple:
 
 
 @functools.lru_cache(maxsize=8)
-def _load_cached(name: str, options_key: tuple, stamps: tuple) -> pd.DataFrame:
+def _load_cached(name: str, options_key: tuple, shas: tuple[str, ...]) -> pd.DataFrame:
     options = {k: (list(v[1]) if isinstance(v, tuple) and v and v[0] == "__seq__" else v) for k, v in options_key}
     return _LOADERS[name](**options)
 
@@ -690,7 +810,8 @@ def dataset_load(name: str, **options: Any) -> pd.DataFrame:
 
     The table has ``model, item, cluster, correct, status`` (see :mod:`evalkit.data`) and the
     extra columns listed below; it passes :func:`evalkit.long_validate`. ``correct`` is NaN
-    whenever ``status != "ok"``. Parsed tables are cached in-process; each call returns a copy.
+    whenever ``status != "ok"``. The files are checked against their sha256 on every call; parsed
+    tables are cached in-process (keyed on that checksum) and each call returns a copy.
 
     Parameters
     ----------
@@ -749,9 +870,10 @@ def dataset_load(name: str, **options: Any) -> pd.DataFrame:
     _check_options(spec, options)
     if name == "oll_v2_factor_model":
         return _load_oll(**options)
-    paths = [dataset_path(name, f) for f in _LOADER_FILES[name]]  # verified; fails early and clearly
-    stamps = tuple((str(p), _stamp(p)) for p in paths)
-    return _load_cached(name, _options_key(options), stamps).copy()
+    files = _LOADER_FILES[name]
+    for f in files:  # read and checked on every call: a file changed on disk never gets through
+        _verified(name, f)
+    return _load_cached(name, _options_key(options), tuple(spec.files[f] for f in files)).copy()
 
 
 def dataset_matrix(name: str, **options: Any) -> EvalMatrix:
@@ -778,16 +900,20 @@ def dataset_matrix(name: str, **options: Any) -> EvalMatrix:
 
 
 _ITEM_FILES: dict[str, tuple[str, str]] = {
-    "mmlu_pro_official": ("items.csv.gz", "question_id"),
-    "chembench": ("items.csv.gz", "question_name"),
+    "mmlu_pro_official": ("items.csv.xz", "question_id"),
+    "chembench": ("items.csv.xz", "question_name"),
     "livecodebench_gen": ("items.csv", "question_id"),
-    "alpaca_eval": ("items.csv.gz", "item_id"),
-    "uncertainty_emotion": ("items.csv.gz", "id"),
+    "alpaca_eval": ("items.csv.xz", "item_id"),
+    "uncertainty_emotion": ("items.csv.xz", "id"),
 }
 
 
 def dataset_items(name: str) -> pd.DataFrame:
-    """Item metadata and texts of a dataset (its ``items.csv(.gz)``).
+    """Item metadata of a dataset: ids, labels and numbers computed from the item texts.
+
+    The texts themselves (questions, prompts, instructions, contexts) are not part of evalkit;
+    ``scripts/build_data.py`` computed their lengths from the upstream copies. Where a copy of the
+    upstream data is available, :func:`dataset_texts` reads the texts.
 
     Parameters
     ----------
@@ -798,15 +924,97 @@ def dataset_items(name: str) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        The upstream columns, preceded by ``item``: the id (as str) used in the long table.
+        ``item`` (the id, as str, used in the long table), then the upstream columns without the
+        texts, then for each text column ``<col>_chars`` (characters) and ``<col>_words``
+        (whitespace-separated words):
+
+        ``mmlu_pro_official``
+            ``question_id, category, src, answer, answer_index, n_options, question_chars,
+            question_words``.
+        ``chembench``
+            ``question_name, qtype, keywords, topic, requires, difficulty, source_dir,
+            content_chars, content_words, prompt_chars, prompt_words`` (``content`` is the
+            question, ``prompt`` the full prompt with its answer-format template).
+        ``livecodebench_gen``
+            ``question_id, platform, difficulty, contest_date`` (upstream has no texts).
+        ``alpaca_eval``
+            ``item_id, dataset, instruction_chars, instruction_words``.
+        ``uncertainty_emotion``
+            ``id, source, task, answer, gold_label, context_chars, context_words``.
+
+    Raises
+    ------
+    ValueError
+        Unknown dataset name.
+    DatasetNotFoundError, DatasetChecksumError
+        See :func:`dataset_path`.
+
+    Examples
+    --------
+    >>> import evalkit as ek
+    >>> items = ek.dataset_items("alpaca_eval")
+    >>> list(items.columns)
+    ['item', 'item_id', 'dataset', 'instruction_chars', 'instruction_words']
+    >>> len(items)
+    805
     """
     spec = _spec(name)
     if name == "oll_v2_factor_model":
         parts = [oll_factors_load(s)[2].assign(suite=s) for s in _OLL_SUITES]
         return pd.concat(parts, ignore_index=True)
+    if name not in _ITEM_FILES:
+        raise ValueError(f"dataset {name!r} has no item table")
     filename, id_col = _ITEM_FILES[spec.name]
     items = _read_csv(name, filename)
     items.insert(0, "item", items[id_col].astype(str))
+    return items
+
+
+def dataset_texts(name: str, *, root: str | os.PathLike[str] | None = None) -> pd.DataFrame:
+    """The item texts of a dataset, read from a copy of the upstream data (not part of evalkit).
+
+    evalkit carries only numbers computed from the texts (see :func:`dataset_items`). Project
+    scripts that compute such numbers (``scripts/build_data.py``, text embeddings) read the
+    texts here, from the upstream file registered in ``dataset_info(name).texts`` and checked
+    against its sha256 in ``dataset_info(name).upstream``.
+
+    Parameters
+    ----------
+    name : str
+        A dataset with texts: ``mmlu_pro_official`` (``question``, ``options``), ``chembench``
+        (``content``, ``prompt``, ``description``, ``target``), ``alpaca_eval``
+        (``instruction``), ``uncertainty_emotion`` (``question``, ``context``).
+    root : path, optional
+        The folder holding the upstream dataset folders (for example the evalkit workspace's
+        ``shared/data``). None searches :func:`dataset_search_path` (``EVALKIT_DATA`` first).
+
+    Returns
+    -------
+    DataFrame
+        The upstream items table (ids, labels and texts), preceded by ``item``.
+
+    Raises
+    ------
+    ValueError
+        Unknown dataset, or a dataset without texts.
+    DatasetNotFoundError, DatasetChecksumError
+        No intact upstream copy on the roots searched.
+    """
+    spec = _spec(name)
+    if not spec.texts:
+        raise ValueError(
+            f"dataset {name!r} has no item texts; datasets with texts: "
+            f"{sorted(s.name for s in DATASETS.values() if s.texts)}"
+        )
+    roots = dataset_search_path() if root is None else [(Path(root).expanduser(), "root argument")]
+    advice = (
+        f"What to do: item texts are not part of evalkit (data/ holds only numbers computed from "
+        f"them); pass root= or set {ENV_VAR} to a copy of the upstream data that holds "
+        f"{spec.folder}/{spec.texts} (in the evalkit workspace: shared/data). Upstream: {spec.source_url}."
+    )
+    _, data = _read_first_intact(spec, spec.texts, spec.upstream[spec.texts], roots, "upstream text file", advice)
+    items = _parse(spec.texts, data)
+    items.insert(0, "item", items[_ITEM_FILES[name][1]].astype(str))
     return items
 
 

@@ -1277,7 +1277,9 @@ def missing_breakdown(long_df: pd.DataFrame, *, cluster: str = "cluster") -> tup
     return by_reason, by_cluster
 
 
-def missing_features(long_df: pd.DataFrame, *, model: str, texts: pd.Series | None = None) -> pd.DataFrame:
+def missing_features(
+    long_df: pd.DataFrame, *, model: str, texts: pd.Series | None = None, lengths: pd.Series | None = None
+) -> pd.DataFrame:
     """Item features for a propensity model: accuracy among the *other* models, question length.
 
     Paper: papers/000 (item difficulty and length as propensity features).
@@ -1291,18 +1293,23 @@ def missing_features(long_df: pd.DataFrame, *, model: str, texts: pd.Series | No
         difficulty feature (otherwise it would leak the outcome into the propensity).
     texts : Series, optional
         Question text indexed by item id; adds ``log_length = log(1 + characters)``.
+    lengths : Series, optional
+        The same from the question lengths in characters, indexed by item id (for example
+        ``dataset_items(name).set_index("item")["question_chars"]``: evalkit carries lengths, not
+        texts). Give ``texts`` or ``lengths``, not both.
 
     Returns
     -------
     DataFrame
         Indexed by item: ``acc_others`` (mean correctness of the other models' gradable answers;
-        items no other model answered get the overall mean, with a warning) and, with ``texts``,
-        ``log_length``.
+        items no other model answered get the overall mean, with a warning) and, with ``texts``
+        or ``lengths``, ``log_length``.
 
     Raises
     ------
     ValueError
-        Unknown model, or a table with a single model.
+        Unknown model, a table with a single model, both ``texts`` and ``lengths``, or items
+        without a text or length.
     """
     df = long_df
     if model not in set(df["model"]):
@@ -1324,10 +1331,12 @@ def missing_features(long_df: pd.DataFrame, *, model: str, texts: pd.Series | No
         warn(f"{int(acc.isna().sum())} items were answered by no other model; their acc_others is the overall mean")
         acc = acc.fillna(overall)
     out = pd.DataFrame({"acc_others": acc})
-    if texts is not None:
-        lens = texts.astype(str).str.len().reindex(items)
+    if texts is not None and lengths is not None:
+        raise ValueError("give texts or lengths, not both")
+    if texts is not None or lengths is not None:
+        lens = (texts.astype(str).str.len() if texts is not None else pd.Series(lengths)).reindex(items)
         if lens.isna().any():
-            raise ValueError(f"{int(lens.isna().sum())} items have no text")
+            raise ValueError(f"{int(lens.isna().sum())} items have no {'text' if texts is not None else 'length'}")
         out["log_length"] = np.log1p(lens.to_numpy(dtype=float))
     return out
 

@@ -17,6 +17,7 @@ because at leaderboard scale a long table would be wasteful.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -33,10 +34,13 @@ __all__ = [
     "MECHANISMS",
     "simulate_calibrate",
     "simulate_icc_observed",
+    "SIZE_DESIGNS",
     "simulate_cluster_sizes",
     "simulate_clustered",
     "simulate_missing",
     "simulate_2pl",
+    "simulate_paired",
+    "simulate_redundant",
 ]
 
 Mechanism = Literal["mcar", "mar", "mnar_cluster", "mnar_item"]
@@ -105,68 +109,162 @@ def simulate_calibrate(mean: float, icc: float, beta_x: float = 0.0) -> tuple[fl
     return mu_for(sigma_u), float(sigma_u)
 
 
-def simulate_cluster_sizes(n_clusters: int, cluster_size: int, *, sizes: Literal["balanced", "skewed"] = "balanced",
-                           rng: np.random.Generator | int) -> np.ndarray:
+SizeDesign = Literal["balanced", "skewed", "dominant"]
+SIZE_DESIGNS: tuple[str, ...] = ("balanced", "skewed", "dominant")
+DOMINANT_SHARE = 0.8
+"""Default share of the items held by the large cluster of the ``"dominant"`` design."""
+
+
+def simulate_cluster_sizes(n_clusters: int, cluster_size: int, *, sizes: SizeDesign = "balanced",
+                           rng: np.random.Generator | int | None = None,
+                           dominant_share: float = DOMINANT_SHARE) -> np.ndarray:
     """Cluster sizes summing to ``n_clusters * cluster_size``.
 
-    ``"balanced"``: all equal. ``"skewed"``: log-normal shares (SD 1 on the log scale), each
-    cluster at least 2 items, like real benchmarks where a few sub-tasks dominate.
+    * ``"balanced"``: all equal;
+    * ``"skewed"``: log-normal shares (SD 1 on the log scale), each cluster at least 2 items, like
+      real benchmarks where a few sub-tasks dominate (needs ``rng``);
+    * ``"dominant"``: one cluster holds ``dominant_share`` of the items and the others share the
+      rest as evenly as possible (at least one item each), like a leaderboard where one source
+      dataset supplies most questions.
+
+    Parameters
+    ----------
+    n_clusters, cluster_size : int
+        Number of clusters and their average size.
+    sizes : {"balanced", "skewed", "dominant"}
+    rng : Generator or int
+        Needed for ``"skewed"`` only.
+    dominant_share : float in (0, 1)
+        Share of the items in the dominant cluster.
+
+    Returns
+    -------
+    (n_clusters,) int array
+
+    Raises
+    ------
+    ValueError
+        Non-positive sizes, an unknown design, a skewed design without ``rng`` or with
+        ``cluster_size < 2``, or a dominant share that leaves another cluster empty.
+
+    Examples
+    --------
+    >>> simulate_cluster_sizes(5, 10, sizes="dominant").tolist()
+    [40, 3, 3, 2, 2]
     """
     if n_clusters < 1 or cluster_size < 1:
         raise ValueError("n_clusters and cluster_size must be positive")
     total = n_clusters * cluster_size
     if sizes == "balanced":
         return np.full(n_clusters, cluster_size, dtype=int)
+    if sizes == "dominant":
+        if not 0.0 < dominant_share < 1.0:
+            raise ValueError(f"dominant_share must be in (0, 1), got {dominant_share}")
+        if n_clusters < 2:
+            raise ValueError("the dominant design needs at least two clusters")
+        big = int(round(dominant_share * total))
+        rest = total - big
+        if rest < n_clusters - 1:
+            raise ValueError(f"dominant_share={dominant_share} leaves {rest} items for {n_clusters - 1} "
+                             "other clusters; lower it or use larger clusters")
+        small = np.full(n_clusters - 1, rest // (n_clusters - 1), dtype=int)
+        small[: rest - small.sum()] += 1
+        return np.r_[big, small].astype(int)
     if sizes != "skewed":
-        raise ValueError(f"sizes must be 'balanced' or 'skewed', got {sizes!r}")
+        raise ValueError(f"sizes must be one of {SIZE_DESIGNS} or explicit sizes, got {sizes!r}")
     if cluster_size < 2:
         raise ValueError("skewed sizes need cluster_size >= 2")
-    rng = as_rng(rng)
-    share = rng.lognormal(0.0, 1.0, n_clusters)
+    if rng is None:
+        raise ValueError("skewed sizes are random: pass rng")
+    gen = as_rng(rng)
+    share = gen.lognormal(0.0, 1.0, n_clusters)
     extra = total - 2 * n_clusters
     n = 2 + np.floor(share / share.sum() * extra).astype(int)
     n[np.argmax(share)] += total - n.sum()
     return n
 
 
-def simulate_clustered(*, n_clusters: int, cluster_size: int, mean: float, icc: float,
-                       rng: np.random.Generator | int, sizes: Literal["balanced", "skewed"] = "balanced",
-                       beta_x: float = 0.0, model: str = "sim") -> pd.DataFrame:
+def _sizes_resolve(sizes: str | np.ndarray | Sequence[int], n_clusters: int | None, cluster_size: int | None,
+                   rng: np.random.Generator, dominant_share: float) -> np.ndarray:
+    """Cluster sizes from a design name (with ``n_clusters`` and ``cluster_size``) or explicit sizes."""
+    if isinstance(sizes, str):
+        if n_clusters is None or cluster_size is None:
+            raise ValueError(f"sizes={sizes!r} needs n_clusters and cluster_size")
+        return simulate_cluster_sizes(n_clusters, cluster_size, sizes=sizes, rng=rng,  # type: ignore[arg-type]
+                                      dominant_share=dominant_share)
+    n_g = np.asarray(sizes)
+    if n_g.ndim != 1 or n_g.size < 1 or n_g.dtype.kind not in "iu" or (n_g < 1).any():
+        raise ValueError("explicit sizes must be a 1-D array of positive integers (one per cluster)")
+    if n_clusters is not None and n_clusters != n_g.size:
+        raise ValueError(f"n_clusters={n_clusters} but {n_g.size} explicit sizes were given")
+    if cluster_size is not None and n_g.sum() != n_g.size * cluster_size:
+        raise ValueError(f"cluster_size={cluster_size} disagrees with the explicit sizes (mean {n_g.mean():.3g}); "
+                         "omit cluster_size")
+    return n_g.astype(int)
+
+
+def _outcomes_draw(rng: np.random.Generator, n_g: np.ndarray, mu: float, sigma_u: float,
+                   beta_x: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One draw of the outcome model on clusters of sizes ``n_g``: ``(g, u_item, x, p, y)``.
+
+    The single place that consumes the random stream of a clustered draw, so that
+    :func:`simulate_clustered` and the vectorised :func:`evalkit.coverage_study` see the same data
+    for the same generator.
+    """
+    g = np.repeat(np.arange(n_g.size), n_g)
+    u = rng.normal(0.0, sigma_u, n_g.size)[g]
+    x = rng.normal(0.0, 1.0, g.size)
+    p = special.expit(mu + u + beta_x * x)
+    y = (rng.random(g.size) < p).astype(float)
+    return g, u, x, p, y
+
+
+def simulate_clustered(*, n_clusters: int | None = None, cluster_size: int | None = None, mean: float,
+                       icc: float, rng: np.random.Generator | int,
+                       sizes: SizeDesign | np.ndarray | Sequence[int] = "balanced", beta_x: float = 0.0,
+                       model: str = "sim", dominant_share: float = DOMINANT_SHARE) -> pd.DataFrame:
     """Draw one model's 0/1 outcomes on clustered items with a given mean accuracy and ICC.
 
-    Paper: papers/000 (simulation design).
+    Paper: [MISSING] (simulation design).
 
     Parameters
     ----------
     n_clusters, cluster_size : int
         Number of clusters and their average size (``n = n_clusters * cluster_size`` items).
+        Optional when ``sizes`` gives the sizes explicitly.
     mean : float
         Expected accuracy.
     icc : float
         Intra-class correlation on the observed 0/1 scale.
     rng : Generator or int
-    sizes : {"balanced", "skewed"}
+    sizes : {"balanced", "skewed", "dominant"} or (n_clusters,) int array
+        A design of :func:`simulate_cluster_sizes` or the size of every cluster.
     beta_x : float
         Log-odds effect of the item covariate ``x ~ N(0, 1)`` on correctness.
     model : str
         Model id written into the table.
+    dominant_share : float
+        Share of the items in the large cluster of the ``"dominant"`` design.
 
     Returns
     -------
     DataFrame
         The long table with extra columns ``x`` (covariate), ``u`` (cluster effect), ``p`` (true
         probability) and ``correct_full`` (the outcome, kept when missingness is added later).
-        ``df.attrs`` holds ``mu``, ``sigma_u``, ``icc`` and ``mean``.
+        ``df.attrs`` holds ``mu``, ``sigma_u``, ``icc``, ``mean`` and the cluster ``sizes``.
+
+    Examples
+    --------
+    >>> d = simulate_clustered(mean=0.7, icc=0.1, sizes=np.array([30, 5, 5]), rng=1)
+    >>> d.groupby("cluster").size().tolist()
+    [30, 5, 5]
     """
-    rng = as_rng(rng)
+    gen = as_rng(rng)
     mu, sigma_u = simulate_calibrate(float(mean), float(icc), float(beta_x))
-    n_g = simulate_cluster_sizes(n_clusters, cluster_size, sizes=sizes, rng=rng)
-    g = np.repeat(np.arange(n_clusters), n_g)
-    u = rng.normal(0.0, sigma_u, n_clusters)[g]
-    x = rng.normal(0.0, 1.0, g.size)
-    p = special.expit(mu + u + beta_x * x)
-    y = (rng.random(g.size) < p).astype(float)
-    width = len(str(n_clusters - 1))
+    n_g = _sizes_resolve(sizes, n_clusters, cluster_size, gen, dominant_share)
+    M = n_g.size
+    g, u, x, p, y = _outcomes_draw(gen, n_g, mu, sigma_u, float(beta_x))
+    width = len(str(M - 1))
     df = pd.DataFrame({
         "model": model,
         "item": [f"i{k:05d}" for k in range(g.size)],
@@ -178,7 +276,7 @@ def simulate_clustered(*, n_clusters: int, cluster_size: int, mean: float, icc: 
         "p": p,
         "correct_full": y,
     })
-    df.attrs.update(mu=mu, sigma_u=sigma_u, icc=icc, mean=mean, beta_x=beta_x)
+    df.attrs.update(mu=mu, sigma_u=sigma_u, icc=icc, mean=mean, beta_x=beta_x, sizes=n_g.tolist())
     return df
 
 
@@ -357,3 +455,171 @@ def simulate_2pl(
     truth = {"theta": theta, "a": a, "b": b, "sigma": sigma, "mechanism": mechanism,
              "missing": n_missing / (n * m)}
     return Y, truth
+
+
+def simulate_paired(*, n_clusters: int | None = None, cluster_size: int | None = None, k: int = 1,
+                    sizes: SizeDesign | np.ndarray | Sequence[int] = "balanced",
+                    mu_a: float = 0.4, mu_b: float = 0.2, sd_cluster: float = 1.0, sd_item: float = 1.5,
+                    sd_cluster_diff: float = 0.3, sd_item_diff: float = 0.6,
+                    rng: np.random.Generator | int) -> pd.DataFrame:
+    """Two models answering the same clustered questions ``k`` times each (a paired, resampled eval).
+
+    On the logit scale question ``i`` of cluster ``g`` has a shared difficulty ``u_g + e_i`` and a
+    model-specific part ``+-(v_g + f_i)/2``:
+    ``logit p_A = mu_a + u_g + e_i + (v_g + f_i)/2``, ``logit p_B = mu_b + u_g + e_i - (v_g + f_i)/2``
+    with ``u_g ~ N(0, sd_cluster^2)``, ``e_i ~ N(0, sd_item^2)``, ``v_g ~ N(0, sd_cluster_diff^2)``,
+    ``f_i ~ N(0, sd_item_diff^2)``; each answer is Bernoulli(``p``). The shared part makes the two
+    models' outcomes correlated (what pairing exploits), the cluster parts make them clustered, and
+    ``k > 1`` adds repeated answers (what resampling averages). ``sizes`` is a design name (with
+    ``n_clusters`` and ``cluster_size``) or explicit cluster sizes. Used by the planning lesson and to
+    check :mod:`evalkit.planning`'s power formulas by simulation.
+
+    Returns
+    -------
+    DataFrame
+        One row per (model, item, answer): ``model`` (``"A"``/``"B"``), ``item``, ``cluster``,
+        ``epoch`` (1..k), ``correct``, ``status`` (``ok``) and ``p_true``. Several rows per
+        (model, item), as ``log_read(..., epochs="all")`` returns.
+    """
+    if k < 1:
+        raise ValueError(f"k (answers per question) must be >= 1, got {k}")
+    g = as_rng(rng)
+    n_g = _sizes_resolve(sizes, n_clusters, cluster_size, g, DOMINANT_SHARE)
+    if n_g.size < 2:
+        raise ValueError("simulate_paired needs at least two clusters")
+    cl = np.repeat(np.arange(len(n_g)), n_g)
+    n = cl.size
+    shared = g.normal(0, sd_cluster, len(n_g))[cl] + g.normal(0, sd_item, n)
+    diff = g.normal(0, sd_cluster_diff, len(n_g))[cl] + g.normal(0, sd_item_diff, n)
+    p = {"A": special.expit(mu_a + shared + diff / 2), "B": special.expit(mu_b + shared - diff / 2)}
+    frames = []
+    for model, pm in p.items():
+        y = (g.random((k, n)) < pm).astype(float)
+        frames.append(pd.DataFrame({
+            "model": model, "item": np.tile([f"q{i:05d}" for i in range(n)], k),
+            "cluster": np.tile([f"c{c:03d}" for c in cl], k), "epoch": np.repeat(np.arange(1, k + 1), n),
+            "correct": y.ravel(), "status": "ok", "p_true": np.tile(pm, k)}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def simulate_redundant(
+    *,
+    n_models: int = 8,
+    n_reference: int | list[int] = 20,
+    n_options: int = 4,
+    n_paraphrases: int = 2,
+    n_lookalikes: int = 2,
+    spread: float = 0.8,
+    signature: float = 3.0,
+    rng: np.random.Generator | int,
+) -> tuple[np.ndarray, np.ndarray, pd.DataFrame, dict[str, Any]]:
+    """A RedundantQA-like benchmark with known sub-domains and option probabilities (papers/003).
+
+    Modelled on the source's RedundantQA: several domains (four by default), each *reference*
+    item with near-duplicates that behave like it (``n_paraphrases``, the "true paraphrases") and
+    *look-alikes* that carry its surface label but behave like another domain
+    (``n_lookalikes``, the "false look-alikes"). The true sub-domain of an item is the domain it
+    behaves like; its surface label is the domain it looks like.
+
+    Model ``f``'s option probabilities on item ``j`` of true domain ``d`` are
+    ``softmax(gamma_d + eta_j + (alpha_fd - beta_j) e_{c_j})``: ``gamma_d`` a domain signature
+    over the options (domain ``d`` leans by ``signature`` towards option ``d mod n_options``, as
+    the answers to an emotion question lean towards its emotion), ``eta_j`` an item's own tilt (shared, slightly
+    perturbed, by its paraphrases), ``c_j`` the correct option, ``beta_j`` the difficulty and
+    ``alpha_fd = a_f + delta_fd`` the model's ability in the domain, with
+    ``delta_fd ~ N(0, spread^2)``: ``spread = 0`` makes every model even across domains (high
+    HARMONY), a large ``spread`` uneven (low HARMONY). Each model answers by drawing an option
+    from its distribution; ``Y`` records whether it was the correct one.
+
+    The ground truth: ``truth["p_correct"]`` (each model's probability of answering each item
+    correctly) and ``items["domain"]``; the ground-truth HARMONY is
+    ``harmony_score(truth["p_correct"], partition_labels(items["domain"]), b=b)``.
+
+    Parameters
+    ----------
+    n_models : int
+        At least 2.
+    n_reference : int or list of int
+        Reference items per domain: one int for four equal domains, or one count per domain
+        (unequal counts make over-represented sub-domains).
+    n_options : int
+        Answer options (at least 2).
+    n_paraphrases, n_lookalikes : int
+        Near-duplicates and look-alikes per reference item.
+    spread : float
+        SD of the domain-specific part of the abilities.
+    signature : float
+        Strength of each domain's lean towards its own option (larger: domains easier to tell
+        apart by behaviour).
+    rng : Generator or int
+
+    Returns
+    -------
+    P : (n_models, n_items, n_options) array
+        Option probabilities.
+    Y : (n_models, n_items) float array
+        0/1 outcomes.
+    items : DataFrame
+        One row per item: ``item, reference, kind`` (reference, paraphrase, lookalike),
+        ``surface_domain, domain, answer``.
+    truth : dict
+        ``p_correct`` (n_models, n_items), ``ability`` (n_models, n_domains), ``spread``.
+
+    Raises
+    ------
+    ValueError
+        Counts or scales out of range.
+    """
+    rng = as_rng(rng)
+    counts = [int(n_reference)] * 4 if isinstance(n_reference, (int, np.integer)) else [int(c) for c in n_reference]
+    n_dom = len(counts)
+    if n_dom < 2 or min(counts) < 1:
+        raise ValueError(f"n_reference must give at least one reference item to each of >= 2 domains, got {counts}")
+    if n_models < 2 or n_options < 2 or n_paraphrases < 0 or n_lookalikes < 0:
+        raise ValueError("need n_models >= 2, n_options >= 2, and non-negative n_paraphrases and n_lookalikes")
+    if spread < 0 or signature < 0:
+        raise ValueError("spread and signature must be non-negative")
+    gamma = 0.5 * rng.standard_normal((n_dom, n_options))
+    gamma[np.arange(n_dom), np.arange(n_dom) % n_options] += signature  # each domain leans to its own option
+    ability = 1.0 + 0.5 * rng.standard_normal(n_models)[:, None] + spread * rng.standard_normal((n_models, n_dom))
+    rows: list[dict[str, Any]] = []
+    dom, tilt, diff, ans = [], [], [], []
+    for d, c in enumerate(counts):
+        for r in range(c):
+            ref = f"d{d}r{r:03d}"
+            eta = 0.5 * rng.standard_normal(n_options)
+            beta = 0.5 * rng.standard_normal()
+            answer = int(rng.integers(n_options))
+            kinds = [("reference", d)] + [("paraphrase", d)] * n_paraphrases
+            others = [o for o in range(n_dom) if o != d]
+            kinds += [("lookalike", int(rng.choice(others))) for _ in range(n_lookalikes)]
+            for j, (kind, true_d) in enumerate(kinds):
+                if kind == "reference":
+                    e, bj, aj = eta, beta, answer
+                elif kind == "paraphrase":
+                    e, bj, aj = eta + 0.1 * rng.standard_normal(n_options), beta + 0.1 * rng.standard_normal(), answer
+                else:
+                    e, bj, aj = 0.5 * rng.standard_normal(n_options), 0.5 * rng.standard_normal(), int(
+                        rng.integers(n_options))
+                rows.append({"item": f"{ref}_{j}", "reference": ref, "kind": kind, "surface_domain": f"domain{d}",
+                             "domain": f"domain{true_d}", "answer": aj})
+                dom.append(true_d)
+                tilt.append(e)
+                diff.append(bj)
+                ans.append(aj)
+    dom_a, ans_a = np.array(dom), np.array(ans)
+    base = gamma[dom_a] + np.array(tilt)  # (n_items, n_options)
+    n_items = base.shape[0]
+    logits = np.repeat(base[None], n_models, axis=0)
+    boost = ability[:, dom_a] - np.array(diff)[None, :]
+    logits[:, np.arange(n_items), ans_a] += boost
+    logits -= logits.max(axis=2, keepdims=True)
+    P = np.exp(logits)
+    P /= P.sum(axis=2, keepdims=True)
+    p_correct = P[:, np.arange(n_items), ans_a]
+    cum = np.cumsum(P, axis=2)
+    u = rng.random((n_models, n_items, 1))
+    chosen = np.minimum((u > cum).sum(axis=2), n_options - 1)
+    Y = (chosen == ans_a[None, :]).astype(float)
+    items = pd.DataFrame(rows)
+    return P, Y, items, {"p_correct": p_correct, "ability": ability, "spread": float(spread)}

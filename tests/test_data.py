@@ -65,3 +65,83 @@ def test_matrix_checks_status_against_outcomes():
         EvalMatrix(Y, np.zeros((1, 2), np.int8), np.array(["m"]), np.array(["a", "b"]), np.array(["c", "c"]))
     with pytest.raises(ValueError, match="shape"):
         EvalMatrix(Y, np.array([[0, 1]], np.int8), np.array(["m"]), np.array(["a"]), np.array(["c", "c"]))
+
+
+def _matrix_parts():
+    Y = np.array([[1.0, np.nan, 0.0], [0.0, 1.0, np.nan]])
+    status = np.array([[0, 1, 0], [0, 0, 5]], np.int8)
+    return Y, status, np.array(["m1", "m2"]), np.array(["a", "b", "c"]), np.array(["x", "x", "y"])
+
+
+@pytest.mark.parametrize("code", [6, -1, 100])
+def test_matrix_rejects_unknown_status_codes(code):
+    Y, status, models, items, clusters = _matrix_parts()
+    status[1, 2] = code
+    with pytest.raises(ValueError, match=r"codes outside 0\.\.5"):
+        EvalMatrix(Y, status, models, items, clusters)
+
+
+def test_matrix_rejects_duplicate_models_and_missing_clusters():
+    Y, status, _, items, clusters = _matrix_parts()
+    with pytest.raises(ValueError, match=r"duplicate model ids \['m'\]"):
+        EvalMatrix(Y, status, np.array(["m", "m"]), items, clusters)
+    for bad in (np.array([1.0, np.nan, 2.0]), np.array(["x", None, "y"], dtype=object),
+                np.array(["x", np.nan, "y"], dtype=object)):
+        with pytest.raises(ValueError, match="missing .NaN or None. labels"):
+            EvalMatrix(Y, status, np.array(["m1", "m2"]), items, bad)
+    with pytest.raises(ValueError, match="integer codes"):
+        EvalMatrix(Y, status.astype(float), np.array(["m1", "m2"]), items, clusters)
+
+
+def test_matrix_arrays_are_read_only_after_validation():
+    Y, status, models, items, clusters = _matrix_parts()
+    m = EvalMatrix(Y, status, models, items, clusters)
+    for name in ("Y", "status", "models", "items", "clusters"):
+        arr = getattr(m, name)
+        assert not arr.flags.writeable, name
+    with pytest.raises(ValueError, match="read-only"):
+        m.Y[0, 1] = 1.0            # would leave status 'refusal' on an observed cell
+    with pytest.raises(ValueError, match="read-only"):
+        m.status[0, 0] = 9
+    assert Y.flags.writeable       # the caller's own array is not frozen (a view, no copy)
+    sub = m.select(models=["m2"])
+    assert not sub.Y.flags.writeable
+    assert long_to_matrix(small_long()).Y.flags.writeable is False
+
+
+def test_item_columns_accept_a_string_and_must_be_constant_per_item():
+    m = long_to_matrix(small_long(), item_columns="length")
+    assert list(m.item_info.columns) == ["length"] and list(m.item_info["length"]) == [10, 20, 30]
+    d = small_long().assign(length=[10, 20, 30, 11, 30])
+    with pytest.raises(ValueError, match=r"item column 'length' is not constant per item: 1 items .* item 'q1'"):
+        long_to_matrix(d, item_columns=["length"])
+    with pytest.raises(ValueError, match="not in the table"):
+        long_to_matrix(small_long(), item_columns="nope")
+
+
+def test_mixed_label_types_and_non_numeric_outcomes_name_the_column():
+    d = small_long().assign(cluster=pd.Series([1, 1, "1", 1, "1"], dtype=object))
+    with pytest.raises(ValueError, match=r"column 'cluster' mixes numbers and strings"):
+        long_validate(d)
+    d = small_long().assign(model=pd.Series([7, 7, 7, "b", "b"], dtype=object))
+    with pytest.raises(ValueError, match=r"column 'model' mixes"):
+        long_validate(d)
+    d = small_long().assign(correct=["1", np.nan, "yes", "0", np.nan])
+    with pytest.raises(ValueError, match=r"column 'correct' must be numeric .* such as 'yes'"):
+        long_validate(d)
+    # numeric strings are fine, and one label type (all int) is fine
+    ok = long_validate(small_long().assign(correct=["1", None, "0", "0", None], cluster=[1, 1, 2, 1, 2]))
+    assert ok["correct"].tolist()[0] == 1.0 and set(ok["cluster"]) == {"1", "2"}
+
+
+def test_cluster_labels_factorise_once_and_refuse_mixed_types():
+    from evalkit._checks import as_labels
+    labels = np.array(["b", "a", "c", "a", "b"], dtype=object)
+    codes, uniques = as_labels(labels, 5)
+    assert uniques.tolist() == ["a", "b", "c"] and codes.tolist() == [1, 0, 2, 0, 1]
+    codes_i, uniques_i = as_labels(np.array([30, 10, 20, 10]), 4)
+    assert uniques_i.tolist() == [10, 20, 30] and codes_i.tolist() == [2, 0, 1, 0]
+    with pytest.raises(ValueError, match=r"clusters mixes label types \['number', 'str'\]"):
+        as_labels(np.array([1, "1", 2], dtype=object), 3)
+    with pytest.raises(ValueError, match="missing labels"):
+        as_labels(np.array(["a", None], dtype=object), 2)

@@ -1,25 +1,33 @@
 """Tests of the data registry and the dataset loaders (evalkit.datasets).
 
-Tests marked by the ``data`` fixture need the real files: they are found through ``EVALKIT_DATA``
-(the Makefile and ``.ci/run`` point it at ``../shared/data``). Without them they are skipped, with
-the reason printed. The registry, search-path and error-message tests use temporary folders and
-run everywhere.
+The real data are in the repository's ``data/``: every test here runs with ``EVALKIT_DATA`` unset
+and an empty user cache (the autouse fixture below), as on a fresh clone with nothing beside it.
+The tests that compare ``data/`` with the upstream copies (``shared/data`` in the evalkit
+workspace) need those copies and are skipped, with the reason shown, without them.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import io
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
+import pandas as pd
 import pytest
 
+import evalkit.datasets as ds
+from evalkit._checks import EvalkitWarning
 from evalkit.data import STATUSES, long_to_matrix, long_validate
 from evalkit.datasets import (
     DATASETS,
     DatasetChecksumError,
+    DatasetError,
     DatasetNotFoundError,
     alpaca_pairs,
     dataset_info,
@@ -29,56 +37,103 @@ from evalkit.datasets import (
     dataset_matrix,
     dataset_path,
     dataset_search_path,
+    dataset_texts,
     oll_factors_load,
     oll_matrix_draw,
 )
 
-README = Path(__file__).resolve().parents[1] / "data" / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "data" / "README.md"
+UPSTREAM_SIX = {
+    "mmlu_pro_official",
+    "chembench",
+    "livecodebench_gen",
+    "alpaca_eval",
+    "uncertainty_emotion",
+    "oll_v2_factor_model",
+}
 
 
-def _all_found() -> bool:
-    try:
-        return bool(dataset_list()["found"].all())
-    except Exception:  # pragma: no cover - defensive
-        return False
+EVALKIT_DATA_AT_START = os.environ.get("EVALKIT_DATA", "")
+"""EVALKIT_DATA as the test run started (the tests themselves run with it unset)."""
 
 
-@pytest.fixture(scope="module")
-def data() -> None:
-    """Skip unless the real data are on the search path (EVALKIT_DATA or the user cache)."""
-    if not _all_found():
-        pytest.skip(
-            "real data not found: set EVALKIT_DATA to the folder holding mmlu_pro_official/, "
-            f"chembench/, ... (e.g. ../shared/data); EVALKIT_DATA={os.environ.get('EVALKIT_DATA')!r}"
-        )
+@pytest.fixture(autouse=True)
+def _fresh_clone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on a fresh clone: EVALKIT_DATA unset and an empty user cache; only data/ is there."""
+    monkeypatch.delenv("EVALKIT_DATA", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
 
 
 @pytest.fixture
-def empty_search_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A search path with nothing on it: EVALKIT_DATA and the user cache are empty temp folders."""
+def data() -> None:
+    """Skip unless the repository's data/ holds every registered file (it does in a clone)."""
+    missing = [
+        f"{s.folder}/{f}" for s in DATASETS.values() for f in s.files if not (ds.REPO_DATA / s.folder / f).is_file()
+    ]
+    if missing:
+        pytest.skip(f"the repository's data/ ({ds.REPO_DATA}) lacks {missing[:3]}...: not a full clone")
+
+
+@pytest.fixture
+def no_repo_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Hide the repository's data/ (point it at an empty folder) and return that folder."""
+    empty = tmp_path / "no_repo_data"
+    empty.mkdir()
+    monkeypatch.setattr(ds, "REPO_DATA", empty)
+    return empty
+
+
+@pytest.fixture
+def empty_search_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_repo_data: Path) -> Path:
+    """A search path with nothing on it: EVALKIT_DATA, data/ and the user cache are empty."""
     root = tmp_path / "empty_root"
     root.mkdir()
     monkeypatch.setenv("EVALKIT_DATA", str(root))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     return root
 
 
+def _build_data() -> ModuleType:
+    """scripts/build_data.py as a module (the scripts folder is not a package)."""
+    spec = importlib.util.spec_from_file_location("build_data", ROOT / "scripts" / "build_data.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("build_data", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def build_data() -> ModuleType:
+    return _build_data()
+
+
+@pytest.fixture
+def upstream(build_data: ModuleType) -> Path:
+    """The upstream copies (with the item texts); skip when they are not on this machine."""
+    root = build_data.default_source(EVALKIT_DATA_AT_START)
+    if root is None:
+        pytest.skip(
+            "the upstream data with item texts are not here (looked in $EVALKIT_DATA and ../shared/data "
+            "beside the clone); the repository's data/ holds only numbers"
+        )
+    return Path(root)
+
+
 # ----------------------------------------------------------------------------------------------
-# Registry, search path, errors (no data needed)
+# Registry, search path, errors
 # ----------------------------------------------------------------------------------------------
 
 
-def test_registry_covers_the_six_folders() -> None:
-    assert set(DATASETS) == {
-        "mmlu_pro_official",
-        "chembench",
-        "livecodebench_gen",
-        "alpaca_eval",
-        "uncertainty_emotion",
-        "oll_v2_factor_model",
-    }
+def test_registry_covers_the_six_upstream_folders() -> None:
+    assert UPSTREAM_SIX <= set(DATASETS)
     for spec in DATASETS.values():
-        assert spec.files and all(re.fullmatch(r"[0-9a-f]{64}", h) for h in spec.files.values())
+        assert spec.files and all(re.fullmatch(r"[0-9a-f]{64}", h) for h in spec.files.values()), spec.name
+        assert all(re.fullmatch(r"[0-9a-f]{64}", h) for h in spec.upstream.values()), spec.name
+        assert not spec.texts or spec.texts in spec.upstream
+        assert not set(spec.files) & set(spec.upstream), "a committed file must not shadow an upstream name"
+    for name in UPSTREAM_SIX:
+        spec = DATASETS[name]
         assert spec.licence and re.fullmatch(r"[\w.-]+/[\w.-]+", spec.source)
         assert re.match(r"[0-9a-f]{40}", spec.commit)
 
@@ -106,40 +161,41 @@ def test_unknown_dataset_name() -> None:
 def test_unknown_file_and_option() -> None:
     with pytest.raises(ValueError, match="has no file"):
         dataset_path("chembench", "nope.csv")
+    with pytest.raises(ValueError, match="has no file"):
+        dataset_path("chembench", "items.csv.gz")  # the upstream file with texts is not a data file
     with pytest.raises(TypeError, match="unknown options"):
         dataset_load("livecodebench_gen", clusters="platform")
+    with pytest.raises(ValueError, match="has no item texts"):
+        dataset_texts("livecodebench_gen")
 
 
 def test_search_path_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EVALKIT_DATA", os.pathsep.join([str(tmp_path / "a"), "", str(tmp_path / "b")]))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert dataset_search_path() == [
-        (tmp_path / "a", "EVALKIT_DATA"),
-        (tmp_path / "b", "EVALKIT_DATA"),
-        (tmp_path / "xdg" / "evalkit", "user cache"),
-    ]
+    repo = (ds.REPO_DATA, "repository data/")
+    cache = (tmp_path / "xdg" / "evalkit", "user cache")
+    assert dataset_search_path() == [(tmp_path / "a", "EVALKIT_DATA"), (tmp_path / "b", "EVALKIT_DATA"), repo, cache]
     monkeypatch.delenv("EVALKIT_DATA")
-    assert dataset_search_path() == [(tmp_path / "xdg" / "evalkit", "user cache")]
+    assert dataset_search_path() == [repo, cache]
+    assert ds.REPO_DATA == ROOT / "data"
 
 
-def test_not_found_message(empty_search_path: Path) -> None:
+def test_not_found_message(empty_search_path: Path, no_repo_data: Path) -> None:
     spec = dataset_info("mmlu_pro_official")
     with pytest.raises(DatasetNotFoundError) as exc:
         dataset_load("mmlu_pro_official")
     msg = str(exc.value)
-    assert isinstance(exc.value, FileNotFoundError)
-    assert "'mmlu_pro_official'" in msg
-    assert str(empty_search_path / "mmlu_pro_official" / "responses_long.csv.gz") in msg
-    assert str(Path(os.environ["XDG_CACHE_HOME"]) / "evalkit") in msg
+    assert isinstance(exc.value, FileNotFoundError) and isinstance(exc.value, DatasetError)
+    assert "'mmlu_pro_official'" in msg and "was not found" in msg
+    for root in (empty_search_path, no_repo_data, Path(os.environ["XDG_CACHE_HOME"]) / "evalkit"):
+        assert f"{root / 'mmlu_pro_official' / 'responses_long.csv.xz'}" in msg
+    assert "(EVALKIT_DATA): absent" in msg and "(repository data/): absent" in msg and "(user cache): absent" in msg
     assert "EVALKIT_DATA is set to" in msg
-    assert spec.files["responses_long.csv.gz"] in msg
+    assert spec.files["responses_long.csv.xz"] in msg
     assert "TIGER-AI-Lab/MMLU-Pro" in msg and "f418b116" in msg
-    assert "set EVALKIT_DATA to the folder that holds mmlu_pro_official/" in msg
+    assert "git checkout -- data/mmlu_pro_official" in msg and "never downloads" in msg
 
 
-def test_not_found_message_when_unset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("EVALKIT_DATA", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+def test_not_found_message_when_unset(no_repo_data: Path) -> None:
     with pytest.raises(DatasetNotFoundError, match="EVALKIT_DATA is not set"):
         oll_factors_load("mmlu_pro")
 
@@ -149,28 +205,227 @@ def test_found_flag_false_on_empty_path(empty_search_path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# Checksums (need one real file to copy)
+# A fresh clone: everything from data/; bad copies are skipped, changed files are caught
 # ----------------------------------------------------------------------------------------------
 
 
-def test_checksum_failure_on_corrupted_copy(data: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    original = dataset_path("livecodebench_gen", "items.csv")
-    copy = tmp_path / "root" / "livecodebench_gen" / "items.csv"
-    copy.parent.mkdir(parents=True)
-    shutil.copyfile(original, copy)
+def test_every_file_is_found_in_repository_data(data: None) -> None:
+    assert "EVALKIT_DATA" not in os.environ
+    assert dataset_list()["found"].all()
+    for name, spec in DATASETS.items():
+        for filename in spec.files:
+            assert dataset_path(name, filename) == (ds.REPO_DATA / spec.folder / filename).resolve()
+
+
+@pytest.mark.parametrize("name", sorted(UPSTREAM_SIX - {"oll_v2_factor_model"}))
+def test_every_dataset_loads_from_repository_data(data: None, name: str) -> None:
+    long_validate(dataset_load(name))
+    assert len(dataset_items(name)) > 0
+
+
+def _copy_to(root: Path, name: str, filename: str) -> Path:
+    spec = DATASETS[name]
+    target = root / spec.folder / filename
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(ROOT / "data" / spec.folder / filename, target)
+    return target
+
+
+def _flip_one_byte(path: Path, at: int = 100) -> None:
+    """Change one byte, keeping the size and the modification time (as a fast rewrite can)."""
+    st = path.stat()
+    raw = bytearray(path.read_bytes())
+    raw[at] ^= 0x01
+    path.write_bytes(bytes(raw))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+
+
+def test_corrupted_copy_is_skipped_for_the_next_root(
+    data: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copy = _copy_to(tmp_path / "root", "livecodebench_gen", "items.csv")
     monkeypatch.setenv("EVALKIT_DATA", str(tmp_path / "root"))
-    assert dataset_path("livecodebench_gen", "items.csv") == copy.resolve()  # intact copy is accepted
-    raw = bytearray(copy.read_bytes())
-    raw[100] ^= 0x01
-    copy.write_bytes(bytes(raw))
-    os.utime(copy, ns=(1, 1))  # new stamp, so the per-process verification cache cannot hide it
+    assert dataset_path("livecodebench_gen", "items.csv") == copy.resolve()  # an intact copy comes first
+    _flip_one_byte(copy)
+    with pytest.warns(EvalkitWarning, match=re.escape(str(copy))):
+        found = dataset_path("livecodebench_gen", "items.csv")
+    assert found == (ds.REPO_DATA / "livecodebench_gen" / "items.csv").resolve()
+
+
+def test_corrupted_everywhere_is_a_checksum_error(
+    data: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_repo_data: Path
+) -> None:
+    copy = _copy_to(tmp_path / "root", "livecodebench_gen", "items.csv")
+    _flip_one_byte(copy)
+    monkeypatch.setenv("EVALKIT_DATA", str(tmp_path / "root"))
     with pytest.raises(DatasetChecksumError) as exc:
-        dataset_path("livecodebench_gen", "items.csv")
+        dataset_items("livecodebench_gen")
     msg = str(exc.value)
-    assert isinstance(exc.value, ValueError)
-    assert "'livecodebench_gen'" in msg and str(copy.resolve()) in msg
+    assert isinstance(exc.value, ValueError) and isinstance(exc.value, DatasetError)
+    assert "'livecodebench_gen'" in msg and "has no intact copy" in msg
+    assert f"{copy}  (EVALKIT_DATA): corrupted or another version (sha256 " in msg
+    assert f"{no_repo_data / 'livecodebench_gen' / 'items.csv'}  (repository data/): absent" in msg
     assert dataset_info("livecodebench_gen").files["items.csv"] in msg
-    assert "Actual sha256" in msg and "LiveCodeBench/livecodebench.github.io" in msg
+    assert "LiveCodeBench/livecodebench.github.io" in msg
+
+
+def test_unreadable_file_or_folder_goes_on_to_the_next_root(
+    data: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    (a / "livecodebench_gen" / "items.csv").mkdir(parents=True)  # a folder where the file should be
+    b.mkdir()
+    (b / "livecodebench_gen").write_text("a file where the dataset folder should be")
+    monkeypatch.setenv("EVALKIT_DATA", os.pathsep.join([str(a), str(b)]))
+    with pytest.warns(EvalkitWarning, match="cannot be read") as record:
+        items = dataset_items("livecodebench_gen")
+    assert len(items) == 400
+    text = str(record[0].message)
+    assert str(a / "livecodebench_gen" / "items.csv") in text and str(b / "livecodebench_gen" / "items.csv") in text
+
+
+def test_unreadable_everywhere_names_every_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_repo_data: Path
+) -> None:
+    a = tmp_path / "a"
+    (a / "chembench" / "items.csv.xz").mkdir(parents=True)
+    monkeypatch.setenv("EVALKIT_DATA", str(a))
+    with pytest.raises(DatasetNotFoundError) as exc:
+        dataset_items("chembench")
+    msg = str(exc.value)
+    assert "'chembench'" in msg and "could not be read" in msg
+    assert f"{a / 'chembench' / 'items.csv.xz'}  (EVALKIT_DATA): cannot be read (IsADirectoryError" in msg
+    assert f"{no_repo_data / 'chembench' / 'items.csv.xz'}  (repository data/): absent" in msg
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root reads files without permission")
+def test_file_without_read_permission_is_skipped(data: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    copy = _copy_to(tmp_path / "root", "livecodebench_gen", "items.csv")
+    copy.chmod(0)
+    monkeypatch.setenv("EVALKIT_DATA", str(tmp_path / "root"))
+    try:
+        with pytest.warns(EvalkitWarning, match="PermissionError"):
+            assert len(dataset_items("livecodebench_gen")) == 400
+    finally:
+        copy.chmod(0o644)
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda: dataset_items("livecodebench_gen"),
+        lambda: dataset_load("livecodebench_gen"),
+        lambda: dataset_matrix("livecodebench_gen"),
+        lambda: dataset_path("livecodebench_gen", "responses_long.csv.gz"),
+    ],
+    ids=["items", "load", "matrix", "path"],
+)
+def test_changed_file_is_caught_within_one_process(
+    data: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_repo_data: Path, read: object
+) -> None:
+    assert callable(read)
+    root = tmp_path / "root"
+    for f in ("items.csv", "responses_long.csv.gz"):
+        _copy_to(root, "livecodebench_gen", f)
+    monkeypatch.setenv("EVALKIT_DATA", str(root))
+    read()  # verified and cached
+    read()
+    _flip_one_byte(root / "livecodebench_gen" / "items.csv", at=200)
+    _flip_one_byte(root / "livecodebench_gen" / "responses_long.csv.gz", at=200)
+    with pytest.raises(DatasetChecksumError, match="livecodebench_gen"):
+        read()
+
+
+def test_dataset_path_returns_a_verified_copy(data: None) -> None:
+    path = dataset_path("uncertainty_emotion", "option_labels.json")
+    assert path.read_bytes().startswith(b"{") and path.is_absolute()
+
+
+# ----------------------------------------------------------------------------------------------
+# data/ against the upstream copies (needs them: skipped otherwise)
+# ----------------------------------------------------------------------------------------------
+
+
+def test_recipes_cover_exactly_the_registered_files(build_data: ModuleType) -> None:
+    assert set(build_data.RECIPES) == UPSTREAM_SIX
+    for name, recipes in build_data.RECIPES.items():
+        assert set(recipes) == set(DATASETS[name].files), name
+
+
+def test_recompressed_tables_hold_the_upstream_csv_text(data: None, build_data: ModuleType, upstream: Path) -> None:
+    assert build_data.SAME_CONTENT, "no recompressed table found"
+    for name, out, up in build_data.SAME_CONTENT:
+        committed = build_data.decompressed(out, dataset_path(name, out).read_bytes())
+        assert committed == build_data.decompressed(up, build_data.upstream(upstream, name, up)), (name, out)
+
+
+def test_numbers_from_texts_regenerate(data: None, build_data: ModuleType, upstream: Path) -> None:
+    for name, filename in build_data.FROM_TEXTS:
+        fresh = build_data.items_table(name, upstream)
+        committed = pd.read_csv(dataset_path(name, filename), compression="xz", low_memory=False)
+        pd.testing.assert_frame_equal(committed, fresh, check_dtype=True, obj=f"{name}/{filename}")
+        assert not set(build_data.TEXT_COLUMNS[name]) & set(committed.columns)
+
+
+def test_option_probs_without_option_texts(data: None, build_data: ModuleType, upstream: Path) -> None:
+    raw = pd.read_csv(
+        io.BytesIO(build_data.upstream(upstream, "chembench", "mcq_option_probs.csv.gz")), compression="gzip"
+    )
+    committed = pd.read_csv(dataset_path("chembench", "mcq_option_probs.csv.xz"), compression="xz")
+    pd.testing.assert_frame_equal(committed, raw.drop(columns=["option_text"]))
+
+
+@pytest.mark.parametrize("name", ["mmlu_pro_official", "chembench", "alpaca_eval", "uncertainty_emotion"])
+def test_items_keep_every_upstream_label_and_drop_the_texts(
+    data: None, build_data: ModuleType, upstream: Path, name: str
+) -> None:
+    texts = dataset_texts(name, root=upstream)
+    items = dataset_items(name)
+    labels = [c for c in texts.columns if c not in build_data.TEXT_COLUMNS[name]]
+    pd.testing.assert_frame_equal(items[labels], texts[labels])
+    for col in build_data.LENGTHS[name]:
+        assert (items[f"{col}_chars"] == texts[col].str.len()).all()
+    # no text of this dataset is in any committed file (the stop hook's check, on the item tables)
+    snippets = {t[:60] for col in build_data.TEXT_COLUMNS[name] for t in texts[col].astype(str) if len(t) >= 60}
+    spec = DATASETS[name]
+    for filename in spec.files:
+        if filename.endswith((".csv", ".xz", ".json")) and "long" not in filename:
+            body = build_data.decompressed(filename, dataset_path(name, filename).read_bytes()).decode("utf-8")
+            assert not any(s in body for s in snippets), f"item text in data/{spec.folder}/{filename}"
+
+
+def test_missing_features_from_lengths_equal_from_texts() -> None:
+    from evalkit.missing import missing_features
+
+    long = pd.DataFrame(
+        {
+            "model": ["a", "a", "b", "b"],
+            "item": ["1", "2"] * 2,
+            "cluster": "k",
+            "correct": [1, np.nan, 0, 1],
+            "status": ["ok", "refusal", "ok", "ok"],
+        }
+    )
+    texts = pd.Series({"1": "abc", "2": "abcdefg"})
+    by_text = missing_features(long, model="a", texts=texts)
+    by_length = missing_features(long, model="a", lengths=texts.str.len())
+    pd.testing.assert_frame_equal(by_text, by_length)
+    np.testing.assert_allclose(by_length["log_length"], np.log1p([3, 7]))
+    with pytest.raises(ValueError, match="texts or lengths, not both"):
+        missing_features(long, model="a", texts=texts, lengths=texts.str.len())
+    with pytest.raises(ValueError, match="1 items have no length"):
+        missing_features(long, model="a", lengths=pd.Series({"1": 3}))
+
+
+def test_dataset_texts_reads_only_an_intact_upstream_copy(tmp_path: Path) -> None:
+    with pytest.raises(DatasetNotFoundError, match=r"item texts are not part of evalkit") as exc:
+        dataset_texts("alpaca_eval", root=tmp_path)
+    assert str(tmp_path / "alpaca_eval" / "items.csv.gz") in str(exc.value)
+    (tmp_path / "alpaca_eval").mkdir()
+    (tmp_path / "alpaca_eval" / "items.csv.gz").write_bytes(b"not the upstream file")
+    with pytest.raises(DatasetChecksumError, match="upstream text file 'items.csv.gz' has no intact copy"):
+        dataset_texts("alpaca_eval", root=tmp_path)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -372,3 +627,18 @@ def test_every_registered_checksum_matches(data: None) -> None:
     for name, spec in DATASETS.items():
         for filename in spec.files:
             assert dataset_path(name, filename).is_file()
+
+
+def test_spec_for_files_evalkit_computes() -> None:
+    spec = ds.DatasetSpec(
+        name="x",
+        folder="x",
+        files={},
+        licence="MIT",
+        source="evalkit: scripts/build_x.py",
+        commit="this repository",
+        description="x",
+    )
+    assert spec.source_url == "evalkit: scripts/build_x.py"
+    assert spec.upstream == {} and spec.texts == ""
+    assert DATASETS["chembench"].source_url == "https://github.com/lamalab-org/chembench-paper"

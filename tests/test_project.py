@@ -190,12 +190,36 @@ def test_readme_naming_table_matches_contributing() -> None:
     assert readme == contributing, "copy the naming grammar table from CONTRIBUTING.md into README.md"
 
 
-def test_readme_paper_table_has_the_five_keys() -> None:
+PAPER_LABELS = ["MISSING", "FAQ", "CBMM", "HARMONY", "ECC"]
+
+
+def test_readme_paper_table_has_the_five_labels() -> None:
     rows = markdown_table((ROOT / "README.md").read_text(), "The papers")
-    keys = [re.search(r"papers/\d{3}", row).group(0) for row in rows if re.search(r"papers/\d{3}", row)]
-    assert keys == [f"papers/{i:03d}" for i in range(5)]
+    labels = [m.group(1) for row in rows if (m := re.match(r"\| `([A-Z]+)` \|", row))]
+    assert labels == PAPER_LABELS
+
+
+def test_every_label_has_a_citation_and_a_method_page() -> None:
+    references = (ROOT / "docs" / "references.md").read_text(encoding="utf-8")
+    rows = markdown_table(references, "References")
+    cited = {m.group(1): row for row in rows if (m := re.match(r"\| `([A-Z]+)` \|", row))}
+    assert list(cited) == PAPER_LABELS
+    for label, row in cited.items():
+        page = re.search(r"\(methods/([\w-]+\.md)\)", row)
+        assert page and (ROOT / "docs" / "methods" / page.group(1)).is_file(), label
+        assert re.search(r"20\d\d", row), f"{label}: no year in its citation"
 
 
 def test_gitignore_keeps_generated_files_out() -> None:
     ignored = {line.strip() for line in (ROOT / ".gitignore").read_text().splitlines()}
     assert {".venv/", "build/", "__pycache__/", ".ipynb_checkpoints/"} <= ignored
+
+
+def test_a_fresh_clone_needs_nothing_beside_it() -> None:
+    """CI runs with EVALKIT_DATA unset and nothing points at ../shared: data/ is found by default."""
+    assert re.search(r"^unset EVALKIT_DATA$", (ROOT / ".ci" / "run").read_text(), re.M)
+    makefile = (ROOT / "Makefile").read_text()
+    assert "shared" not in makefile and "EVALKIT_DATA ?=" not in makefile
+    for doc in ("README.md", "CONTRIBUTING.md", "data/README.md"):
+        text = (ROOT / doc).read_text(encoding="utf-8")
+        assert not re.search(r"papers/\d{3}|METHODS\.md|\.\./shared", text), f"{doc} points at files users do not have"

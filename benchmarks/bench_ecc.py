@@ -1,0 +1,195 @@
+"""Benchmark of ECC [ECC] and of evalkit's Bradley-Terry solver against choix.
+
+Usage::
+
+    python benchmarks/bench_ecc.py            # full: MMLU-Pro official (12,032 x 31) and AlpacaEval
+    python benchmarks/bench_ecc.py --quick    # 3,000 MMLU-Pro queries, 400 AlpacaEval queries
+
+Needs the real data (``EVALKIT_DATA``) and the embeddings in ``data/embeddings`` (on the search
+path). For each dataset: 7 comparisons per training query (right beats wrong on MMLU-Pro; the
+stronger preference against the common reference under the AlpacaEval 2 judge), an 80/20 split
+of queries, K = 30, lambda = 3, T = 0.1, ridge = 1 (evalkit's defaults, the paper's settings).
+
+Rows:
+
+- ``ECC``, ``Emb-only``, ``Comp-only`` and ``global BT`` fitted on the training split: seconds,
+  iterations (up to 100; ``converged`` says whether the paper's stopping rule was met), and the
+  held-out ranking gains (%) vs global BT per inference mode (one random probe per test query,
+  at most 50 held-out comparisons per test query);
+- ``ECC (all queries)``: the goal setting, ECC on every query of the dataset (12,032 for
+  MMLU-Pro), with its peak Python-visible memory (tracemalloc, a separate run);
+- BT against choix on the same training comparisons: evalkit's Newton (``bt_fit``) vs choix's
+  ``ilsr_pairwise`` and ``mm_pairwise`` (maximum likelihood) and ``opt_pairwise`` (Newton-CG with
+  ``alpha = ridge / 2``, the same penalty as ``bt_fit(ridge=...)``), each with the largest
+  absolute difference from evalkit's abilities.
+
+Timings on a shared machine are inflated by other processes: ``seconds`` is wall-clock time,
+``cpu_seconds`` this process's CPU time (closer to what a quiet machine would show, as evalkit runs
+single-threaded here); the ratios (against global BT, and choix over evalkit) come from the same
+process and are the numbers to compare. Prints a table
+and, last, one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+import tracemalloc
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import evalkit as ek
+
+SETTINGS = {"K": 30, "lam": 3.0, "T": 0.1, "ridge": 1.0}
+PER_QUERY = 7
+TEST_PER_QUERY = 50
+RIDGE_BT = 0.02
+"""Ridge of the penalised BT comparison (choix opt_pairwise alpha = 0.01)."""
+
+
+CPU: dict[str, float] = {}
+"""CPU seconds (this process) of the last call timed under each label."""
+
+
+def _timed(f: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
+    """Wall-clock seconds of one call; its process CPU seconds go to ``CPU["last"]``."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = f(*args, **kwargs)
+    CPU["last"] = time.process_time() - c0
+    return out, time.perf_counter() - t0
+
+
+def _data(name: str, n_queries: int | None, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    if name == "alpaca_eval":
+        pairs = ek.alpaca_pairs()
+    else:
+        pairs = ek.bt_pairs_from_matrix(ek.dataset_matrix(name))
+    emb = ek.ecc_embeddings_load(name)
+    if n_queries is not None:
+        items = np.unique(pairs["item"])
+        keep = np.random.default_rng(seed).choice(items, size=min(n_queries, items.size), replace=False)
+        pairs = pairs[pairs["item"].isin(keep)]
+    return pairs, emb
+
+
+def bench_dataset(name: str, n_queries: int | None, seed: int) -> tuple[list[dict[str, Any]], pd.DataFrame]:
+    pairs, emb = _data(name, n_queries, seed)
+    models = np.unique(np.r_[pairs["winner"].to_numpy(), pairs["loser"].to_numpy()])
+    items = np.unique(pairs["item"])
+    rng = np.random.default_rng(seed)
+    test_items = rng.choice(items, size=items.size // 5, replace=False)
+    is_test = pairs["item"].isin(test_items)
+    train = ek.bt_pairs_sample(pairs[~is_test], PER_QUERY, seed=seed)
+    test = ek.bt_pairs_sample(pairs[is_test], TEST_PER_QUERY, seed=seed + 1)
+
+    rows: list[dict[str, Any]] = []
+    fits: dict[str, ek.ECCFit] = {}
+    secs: dict[str, float] = {}
+    cpu: dict[str, float] = {}
+    for label, kw in (("global BT", {"K": 1}), ("ECC", {}), ("Emb-only", {"signals": "emb"}),
+                      ("Comp-only", {"signals": "comp"})):
+        settings = {**SETTINGS, **kw}
+        fits[label], secs[label] = _timed(ek.ecc_fit, train, emb, models=models, seed=seed, **settings)
+        cpu[label] = CPU["last"]
+    ev = ek.ecc_evaluate(fits, test, emb, seed=seed)
+    gains = ev.table.set_index(["method", "mode"])["gain"]
+    for label, fit in fits.items():
+        rows.append({
+            "dataset": name, "fitter": label, "n_queries": int(fit.items.size), "n_comparisons": len(train),
+            "seconds": secs[label], "cpu_seconds": cpu[label],
+            "seconds_over_global": secs[label] / secs["global BT"],
+            "n_iter": fit.n_iter, "converged": fit.converged,
+            "gain_emb": float(gains.get((label, "emb"), 0.0)),
+            "gain_probe": float(gains.get((label, "probe"), 0.0)),
+            "gain_emb_probe": float(gains.get((label, "emb+probe"), 0.0)),
+            "peak_mb": float("nan"),
+        })
+
+    # the goal setting: ECC on every query (7 comparisons each), timed; then peak memory
+    full = ek.bt_pairs_sample(pairs, PER_QUERY, seed=seed)
+    fit_all, sec_all = _timed(ek.ecc_fit, full, emb, models=models, seed=seed, **SETTINGS)
+    cpu_all = CPU["last"]
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    ek.ecc_fit(full, emb, models=models, seed=seed, **SETTINGS)
+    peak = tracemalloc.get_traced_memory()[1] / 1e6
+    tracemalloc.stop()
+    rows.append({
+        "dataset": name, "fitter": "ECC (all queries)", "n_queries": int(fit_all.items.size),
+        "n_comparisons": len(full), "seconds": sec_all, "cpu_seconds": cpu_all,
+        "seconds_over_global": sec_all / secs["global BT"],
+        "n_iter": fit_all.n_iter, "converged": fit_all.converged, "gain_emb": float("nan"),
+        "gain_probe": float("nan"), "gain_emb_probe": float("nan"), "peak_mb": peak,
+    })
+    return rows, train
+
+
+def bench_bt(name: str, train: pd.DataFrame) -> list[dict[str, Any]]:
+    import choix
+
+    iw, il, models = ek.bt_encode(train["winner"], train["loser"])
+    data = list(zip(iw.tolist(), il.tolist(), strict=True))
+    M = models.size
+    rows: list[dict[str, Any]] = []
+    ml, t_ml = _timed(ek.bt_fit, train["winner"], train["loser"], models=models)
+    pen, t_pen = _timed(ek.bt_fit, train["winner"], train["loser"], models=models, ridge=RIDGE_BT)
+    rows.append({"dataset": name, "solver": "evalkit bt_fit (ML)", "seconds": t_ml, "max_abs_diff": 0.0,
+                 "seconds_over_evalkit": 1.0})
+    rows.append({"dataset": name, "solver": f"evalkit bt_fit (ridge {RIDGE_BT})", "seconds": t_pen,
+                 "max_abs_diff": 0.0, "seconds_over_evalkit": 1.0})
+    for solver, ref, f in (
+        ("choix ilsr_pairwise (ML)", ml.theta,
+         lambda: choix.ilsr_pairwise(M, data, alpha=0.0, tol=1e-10, max_iter=1000)),
+        ("choix mm_pairwise (ML)", ml.theta, lambda: choix.mm_pairwise(M, data, tol=1e-10, max_iter=100_000)),
+        (f"choix opt_pairwise (alpha {RIDGE_BT / 2})", pen.theta,
+         lambda: choix.opt_pairwise(M, data, alpha=RIDGE_BT / 2, tol=1e-10)),
+    ):
+        base = t_ml if "ML" in solver else t_pen
+        try:
+            theta, t = _timed(f)
+        except RuntimeError as exc:  # choix raises when it does not converge
+            rows.append({"dataset": name, "solver": solver, "seconds": float("nan"), "max_abs_diff": float("nan"),
+                         "seconds_over_evalkit": float("nan"), "note": str(exc)})
+            continue
+        theta = theta - theta.mean()
+        rows.append({"dataset": name, "solver": solver, "seconds": t,
+                     "max_abs_diff": float(np.max(np.abs(theta - ref))), "seconds_over_evalkit": t / base})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="ECC and Bradley-Terry benchmark")
+    ap.add_argument("--quick", action="store_true", help="subsets: 3,000 MMLU-Pro and 400 AlpacaEval queries")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    sizes = {"mmlu_pro_official": 3000 if args.quick else None, "alpaca_eval": 400 if args.quick else None}
+    rows: list[dict[str, Any]] = []
+    bt_rows: list[dict[str, Any]] = []
+    for name, n in sizes.items():
+        r, train = bench_dataset(name, n, args.seed)
+        rows += r
+        bt_rows += bench_bt(name, train)
+    df = pd.DataFrame(rows)
+    bt = pd.DataFrame(bt_rows)
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print("ECC and baselines (gains in % vs global BT; seconds under the machine's current load)")
+        print(df.round(3).to_string(index=False))
+        print("\nBradley-Terry: evalkit vs choix on the same training comparisons")
+        print(bt.round(6).to_string(index=False))
+    record = {
+        "benchmark": "bench_ecc", "quick": args.quick, "seed": args.seed, "python": sys.version.split()[0],
+        "machine": platform.machine(), "settings": SETTINGS, "per_query": PER_QUERY,
+        "records": json.loads(df.to_json(orient="records")),
+        "bt_vs_choix": json.loads(bt.to_json(orient="records")),
+    }
+    print(json.dumps(record))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

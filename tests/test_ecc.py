@@ -1,0 +1,333 @@
+"""ECC (evalkit.ecc): embeddings, the alternating fit, inference modes, evaluation, bad input."""
+
+from __future__ import annotations
+
+import doctest
+import hashlib
+import pathlib
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import evalkit as ek
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+EMB_DIR = ROOT / "data" / "embeddings"
+
+TOY = [
+    "acid base titration with sodium hydroxide",
+    "titration of a weak acid against a strong base",
+    "the acid rain problem and sulphur dioxide",
+    "base pairs in DNA replication",
+    "DNA polymerase and replication forks",
+    "replication of DNA in bacteria with base pairs",
+    "sodium hydroxide is a strong base",
+    "bacteria divide after DNA replication",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Embeddings
+# --------------------------------------------------------------------------------------------
+
+
+def test_tfidf_svd_matches_scikit_learn():
+    sk_text = pytest.importorskip("sklearn.feature_extraction.text")
+    sk_dec = pytest.importorskip("sklearn.decomposition")
+    from evalkit.ecc import _STOP_WORDS, _tfidf
+
+    A, vocab = _tfidf(TOY, min_df=2, max_df=0.5)
+    vec = sk_text.TfidfVectorizer(sublinear_tf=True, min_df=2, max_df=0.5, stop_words=sorted(_STOP_WORDS),
+                                  token_pattern=r"(?u)\b\w\w+\b")
+    B = vec.fit_transform(TOY)
+    assert vocab == list(vec.get_feature_names_out())
+    assert np.allclose(A.toarray(), B.toarray(), atol=1e-12)
+
+    X, s = ek.ecc_embed_texts(TOY, dim=3, min_df=2, max_df=0.5)
+    svd = sk_dec.TruncatedSVD(n_components=3, algorithm="arpack").fit(B)
+    assert np.allclose(s, svd.singular_values_, rtol=1e-8)
+    Z = svd.transform(B)
+    Z /= np.linalg.norm(Z, axis=1, keepdims=True)
+    signs = np.sign(np.sum(X * Z, axis=0))  # each direction equal up to its sign
+    assert np.allclose(X, Z * signs, atol=1e-8)
+
+
+def test_embeddings_are_unit_deterministic_and_semantic():
+    X1, _ = ek.ecc_embed_texts(TOY, dim=3, min_df=2, max_df=0.6)
+    X2, _ = ek.ecc_embed_texts(list(reversed(TOY)), dim=3, min_df=2, max_df=0.6)
+    assert np.allclose(np.linalg.norm(X1, axis=1), 1.0)
+    assert np.allclose(X1, X2[::-1], atol=1e-10)  # same texts, same numbers (signs fixed)
+    S = X1 @ X1.T
+    assert S[0, 1] > S[0, 4] and S[3, 4] > S[3, 0]  # chemistry with chemistry, DNA with DNA
+
+
+@pytest.mark.parametrize(
+    ("texts", "kwargs", "match"),
+    [
+        (["one"], {}, "at least two"),
+        (["a b", None, "c"], {}, "strings"),
+        (TOY, {"dim": 0}, "positive int"),
+        (TOY, {"dim": 50}, "below"),
+        (["alpha beta", "gamma delta"], {}, "no term"),
+    ],
+)
+def test_embed_bad_input(texts, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ek.ecc_embed_texts(texts, **kwargs)
+
+
+def test_committed_embedding_files_match_the_registry():
+    spec = ek.dataset_info("embeddings")
+    for name, sha in spec.files.items():
+        path = EMB_DIR / name
+        assert path.is_file(), f"{path} is missing: run scripts/build_embeddings.py"
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == sha, f"{name}: registry sha256 is stale"
+        with np.load(path, allow_pickle=False) as z:
+            assert set(z.files) == {"item", "X", "singular_values"}  # numbers only, no text
+            assert z["X"].dtype == np.float16
+            norms = np.linalg.norm(z["X"].astype(float), axis=1)
+            # unit rows, except texts with no kept term (9 AlpacaEval, 5 ChemBench items): zero rows
+            assert np.all((np.abs(norms - 1.0) < 2e-3) | (norms == 0.0))
+            assert (norms == 0.0).sum() < 10
+
+
+@pytest.mark.parametrize("name", sorted(ek.ECC_TEXT_FIELDS))
+def test_regenerated_embeddings_match_the_committed_files(name, shared_data):
+    try:
+        items, X, s = ek.ecc_embeddings_build(name)
+    except ek.DatasetNotFoundError as exc:
+        pytest.skip(f"the item texts of {name} are not available here: {exc}".splitlines()[0])
+    with np.load(EMB_DIR / f"{name}.npz", allow_pickle=False) as z:
+        assert np.array_equal(z["item"], items)
+        assert np.max(np.abs(z["X"].astype(float) - X)) < 1e-3
+        assert np.allclose(z["singular_values"], s, rtol=1e-5)
+
+
+# --------------------------------------------------------------------------------------------
+# The fit on planted clusters
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sim() -> ek.ECCSimulation:
+    # 4 capability clusters but only 2 semantic topics: embeddings alone cannot separate them.
+    return ek.ecc_simulate(n_queries=2400, n_models=8, K=4, n_topics=2, per_query=7, seed=7)
+
+
+@pytest.fixture(scope="module")
+def split(sim):
+    items = np.unique(sim.pairs["item"])
+    train, test = items[:2000], items[2000:]
+    return sim.pairs[sim.pairs["item"].isin(train)], sim.pairs[sim.pairs["item"].isin(test)]
+
+
+@pytest.fixture(scope="module")
+def fits(sim, split):
+    # T = 1 makes softmax(-l) the posterior over clusters under a uniform prior, the setting in
+    # which one probe comparison should help; the paper's T = 0.1 is examined in notebook 08.
+    train, _ = split
+    return {
+        "global BT": ek.ecc_fit(train, sim.embeddings, K=1),
+        "ECC": ek.ecc_fit(train, sim.embeddings, K=4, T=1.0, seed=0),
+        "Emb-only": ek.ecc_fit(train, sim.embeddings, K=4, T=1.0, signals="emb", seed=0),
+        "Comp-only": ek.ecc_fit(train, sim.embeddings, K=4, T=1.0, signals="comp", seed=0),
+    }
+
+
+@pytest.mark.parametrize("name", ["ECC", "Emb-only", "Comp-only"])
+def test_objective_never_increases(fits, name):
+    obj = fits[name].objective
+    assert obj.size >= 2
+    assert np.all(np.diff(obj) <= 1e-9 * np.abs(obj[:-1])), np.diff(obj).max()
+
+
+@pytest.mark.parametrize("lam, T", [(3.0, 0.1), (1.0, 1.0), (0.0, 0.5)])
+def test_objective_never_increases_across_settings(sim, split, lam, T):
+    fit = ek.ecc_fit(split[0], sim.embeddings, K=6, lam=lam, T=T, seed=1, max_iter=40)
+    assert np.all(np.diff(fit.objective) <= 1e-9 * np.abs(fit.objective[:-1]))
+
+
+def test_planted_clusters_and_rankings_are_recovered(sim, fits):
+    z = sim.clusters[:2000]
+    ari = {n: ek.ecc_cluster_agreement(z, f.hard_clusters()) for n, f in fits.items() if f.K > 1}
+    # ECC separates clusters that share a topic; the embeddings alone cannot (ARI <= ~0.5 by design)
+    assert ari["ECC"] > 0.6, ari
+    assert ari["ECC"] > ari["Emb-only"] + 0.2 and ari["ECC"] > ari["Comp-only"] + 0.2, ari
+    rec = ek.ecc_profile_recovery(fits["ECC"], z, sim.theta)
+    assert np.all(rec > 0.9), rec
+    assert np.all(ek.ecc_profile_recovery(fits["global BT"], z, sim.theta) < 0.9)
+
+
+def test_global_fit_is_bradley_terry(sim, split):
+    train, _ = split
+    fit = ek.ecc_fit(train, sim.embeddings, K=1, ridge=0.5)
+    bt = ek.bt_fit(train["winner"], train["loser"], ridge=0.5)
+    assert np.max(np.abs(fit.theta[0] - bt.theta)) < 1e-6
+    assert fit.label == "global BT"
+
+
+def test_fit_is_seeded(sim, split):
+    a = ek.ecc_fit(split[0], sim.embeddings, K=4, seed=3, max_iter=5)
+    b = ek.ecc_fit(split[0], sim.embeddings, K=4, seed=3, max_iter=5)
+    assert np.array_equal(a.resp, b.resp) and np.array_equal(a.theta, b.theta)
+
+
+# --------------------------------------------------------------------------------------------
+# Inference and evaluation
+# --------------------------------------------------------------------------------------------
+
+
+def test_inference_modes_follow_their_formulas(sim, split, fits):
+    fit = fits["ECC"]
+    test = split[1]
+    emb = sim.embeddings.loc[np.unique(test["item"])]
+    probes = test.groupby("item").head(1)
+    r_emb = ek.ecc_infer(fit, emb, mode="emb")
+    Z = fit.lam * emb.to_numpy() @ fit.centres.T / fit.T
+    expected = np.exp(Z - Z.max(axis=1, keepdims=True))
+    assert np.allclose(r_emb, expected / expected.sum(axis=1, keepdims=True))
+    r_probe = ek.ecc_infer(fit, emb, mode="probe", probes=probes)
+    iw, il = fit.models.tolist(), fit.models.tolist()
+    row = probes.set_index("item").loc[emb.index[0]]
+    loss = np.log1p(np.exp(fit.theta[:, il.index(row["loser"])] - fit.theta[:, iw.index(row["winner"])]))
+    p0 = np.exp(-(loss - loss.min()) / fit.T)
+    assert np.allclose(r_probe[0], p0 / p0.sum())
+    r_both = ek.ecc_infer(fit, emb, mode="emb+probe", probes=probes)
+    assert np.allclose(r_both.sum(axis=1), 1.0)
+    # emb+probe multiplies the two kernels: softmax(a + b) = normalised softmax(a) * softmax(b)
+    prod = r_emb * r_probe
+    assert np.allclose(r_both, prod / prod.sum(axis=1, keepdims=True), atol=1e-10)
+
+
+def test_gains_on_planted_clusters(sim, split, fits):
+    ev = ek.ecc_evaluate(fits, split[1], sim.embeddings, seed=0)
+    t = ev.table.set_index(["method", "mode"])
+    # with shared topics, one probe says much more than the embedding; ECC uses both
+    assert t.loc[("ECC", "emb+probe"), "gain"] > t.loc[("ECC", "emb"), "gain"] > 0
+    assert t.loc[("ECC", "emb+probe"), "gain"] > t.loc[("Emb-only", "emb+probe"), "gain"]
+    d = ev.difference("ECC", "Emb-only", "emb+probe")
+    assert d.ci_low > 0
+    g = ev.gain("ECC", "emb")
+    assert g.estimate == pytest.approx(t.loc[("ECC", "emb"), "gain"])
+
+
+def test_gain_interval_agrees_with_the_query_bootstrap(sim, split, fits):
+    ev = ek.ecc_evaluate({"global BT": fits["global BT"], "ECC": fits["ECC"]}, split[1], sim.embeddings,
+                         seed=0, modes=["emb"])
+    a, g = ev.nll[("ECC", "emb")], ev.nll_global
+
+    def stat(rows: np.ndarray, ids: np.ndarray) -> float:
+        return float(100 * (1 - a[rows].sum() / g[rows].sum()))
+
+    boot = ek.bootstrap_cluster(stat, ev.query, n_boot=400, seed=1)
+    est = ev.gain("ECC", "emb")
+    assert est.estimate == pytest.approx(boot.estimate)
+    # the bootstrap SD has relative MC error ~ 1/sqrt(2 * 400) = 3.5%; allow 4 of those plus the
+    # finite-sample difference between the sandwich and the bootstrap (a few %)
+    assert est.se == pytest.approx(boot.se, rel=0.2)
+
+
+def test_routing_is_between_best_single_and_oracle(sim, split, fits):
+    test = split[1]
+    items = np.unique(test["item"])
+    z = pd.Series(sim.clusters, index=sim.embeddings.index).loc[items].to_numpy()
+    P = 1 / (1 + np.exp(-sim.theta[z]))  # quality: the planted strength on the query's cluster
+    quality = pd.DataFrame(P, index=items, columns=fits["ECC"].models)
+    ev = ek.ecc_evaluate(fits, test, sim.embeddings, seed=0, quality=quality)
+    r = ev.routing.set_index(["method", "mode"])["quality"]
+    best = r[[k for k in r.index if k[0].startswith("best single")]].iloc[0]
+    oracle = r[("oracle", "none")]
+    assert best < r[("ECC", "emb+probe")] <= oracle
+
+
+# --------------------------------------------------------------------------------------------
+# Bad input
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_model_that_never_wins_gets_finite_profiles(sim, split):
+    train = split[0]
+    train = train[train["winner"] != "m0"]
+    fit = ek.ecc_fit(train, sim.embeddings, K=3, seed=0, max_iter=10, models=sorted(sim.pairs["winner"].unique()))
+    assert np.isfinite(fit.theta).all()
+    assert np.all(fit.theta[:, 0] == fit.theta.min(axis=1))
+
+
+def test_a_query_without_comparisons_cannot_be_probed(sim, split, fits):
+    test = split[1]
+    items = np.unique(test["item"])
+    emb = sim.embeddings.loc[items]
+    probes = test[test["item"] != items[0]].groupby("item").head(1)
+    with pytest.raises(ValueError, match="no probe comparison"):
+        ek.ecc_infer(fits["ECC"], emb, mode="probe", probes=probes)
+    with pytest.raises(ValueError, match="needs probes"):
+        ek.ecc_infer(fits["ECC"], emb, mode="emb+probe")
+    assert ek.ecc_infer(fits["ECC"], emb, mode="emb").shape == (items.size, 4)
+
+
+def test_unknown_model_ids_are_refused(sim, split, fits):
+    test = split[1].copy()
+    emb = sim.embeddings.loc[np.unique(test["item"])]
+    probes = test.groupby("item").head(1).copy()
+    probes.iloc[0, probes.columns.get_loc("winner")] = "gpt-99"
+    with pytest.raises(ValueError, match="unknown model ids"):
+        ek.ecc_infer(fits["ECC"], emb, mode="probe", probes=probes)
+    test.iloc[5, test.columns.get_loc("loser")] = "gpt-99"
+    with pytest.raises(ValueError, match="unknown model ids"):
+        ek.ecc_evaluate(fits, test, sim.embeddings, seed=0)
+    bad = split[0].copy()
+    bad.iloc[0, bad.columns.get_loc("winner")] = "gpt-99"
+    with pytest.raises(ValueError, match="unknown winner ids"):
+        ek.ecc_fit(bad, sim.embeddings, K=2, models=fits["ECC"].models)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"K": 0}, "K must be"),
+        ({"K": 10_000}, "K must be"),
+        ({"T": 0.0}, "temperature"),
+        ({"lam": -1.0}, "lam"),
+        ({"ridge": 0.0}, "ridge"),
+        ({"signals": "text"}, "signals"),
+    ],
+)
+def test_bad_settings_raise(sim, split, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ek.ecc_fit(split[0], sim.embeddings, **kwargs)
+
+
+def test_items_without_embedding_and_missing_global_fit(sim, split, fits):
+    with pytest.raises(ValueError, match="no embedding"):
+        ek.ecc_fit(split[0], sim.embeddings.iloc[:100], K=2)
+    with pytest.raises(ValueError, match="exactly one global"):
+        ek.ecc_evaluate({"ECC": fits["ECC"]}, split[1], sim.embeddings, seed=0)
+    with pytest.raises(ValueError, match="columns"):
+        ek.ecc_fit(split[0].drop(columns="item"), sim.embeddings)
+
+
+def test_cluster_agreement_matches_scikit_learn():
+    metrics = pytest.importorskip("sklearn.metrics")
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        a, b = rng.integers(0, 4, 200), rng.integers(0, 5, 200)
+        b[:120] = a[:120]
+        assert ek.ecc_cluster_agreement(a, b) == pytest.approx(metrics.adjusted_rand_score(a, b), abs=1e-12)
+
+
+def test_explore_draws_and_returns_the_table(sim, split):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    table = ek.ecc_explore(split[0], split[1], sim.embeddings, K=4, per_query=5, max_iter=10, ax=ax)
+    assert set(table["mode"]) == {"none", "emb", "probe", "emb+probe"}
+    assert len(ax.patches) == 3
+    plt.close(fig)
+
+
+def test_docstring_examples_run():
+    import evalkit.ecc
+
+    result = doctest.testmod(evalkit.ecc, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
