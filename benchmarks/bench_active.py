@@ -10,10 +10,15 @@ Usage::
 Data (``--part mmlu``): a semi-synthetic MMLU-Pro leaderboard, ``Y ~ Bernoulli(sigmoid(U V'))``
 drawn from the fitted Open LLM Leaderboard v2 factor model (a model of the real leaderboard, not
 its responses), split by model into history (1,000), validation (100) and test (1,111). The
-factor model is REFIT on the historical draws (rank by held-out log loss on a 3,000-item subset,
-then refit on all 12,032 items); the hyper-parameters are tuned on the validation models only.
-Every method then runs on every test model as one stacked computation (one trial each at 5%;
-``--large-models`` test models at 12.5% and 25%).
+factor model is REFIT on the historical draws (``--rank K`` fixes the rank; by default it is chosen
+between 32 and 64 by held-out log loss on a 2,000-item subset, then refit on all 12,032 items); the
+hyper-parameters are tuned on the validation models only. Every method then runs on the first
+``--test-models`` test models as one stacked computation (one trial each at 5%), and on
+``--large-models`` of them at 12.5% and 25%.
+
+Measured (under heavy load, load average 13-19 on 2 cores)::
+
+    python benchmarks/bench_active.py --rank 32 --test-models 300 --large-models 0
 
 Timing: wall seconds per (budget, method) and a straightforward per-model loop on a few models
 (the same code called one model at a time), whose per-model time times the number of test models
