@@ -96,7 +96,6 @@ from .ecc import (
 )
 from .harmony import (
     HarmonySummary,
-    Partition,
     Rebalancing,
     harmony_benchmark,
     harmony_bootstrap,
@@ -109,16 +108,6 @@ from .harmony import (
     harmony_rebalance,
     harmony_score,
     harmony_validate,
-    partition_ari,
-    partition_kmeans,
-    partition_labels,
-    partition_silhouette,
-    partition_spectral,
-    similarity_bernoulli,
-    similarity_irt,
-    similarity_knn,
-    similarity_matrix,
-    similarity_tau,
 )
 from .irt import (
     IRTFit,
@@ -135,6 +124,7 @@ from .irt import (
 )
 from .logs import LogFormatError, log_read, log_read_inspect, log_read_lm_eval, log_read_table
 from .missing import (
+    TRUNCATE_DEFAULT,
     MissingDetails,
     PropensityFit,
     Weights,
@@ -146,14 +136,27 @@ from .missing import (
     missing_complete_case,
     missing_features,
     missing_report,
-    missing_study,
     propensity_fit,
     sensitivity_delta,
     sensitivity_plot,
     sensitivity_tipping_point,
     weights_compute,
 )
+from .missing_study import STUDY_COLORS, missing_explore, missing_study
 from .montecarlo import mc_coverage_clustered, mc_run, mc_summarise, mc_tolerance
+from .partition import (
+    Partition,
+    partition_ari,
+    partition_kmeans,
+    partition_labels,
+    partition_silhouette,
+    partition_spectral,
+    similarity_bernoulli,
+    similarity_irt,
+    similarity_knn,
+    similarity_matrix,
+    similarity_tau,
+)
 from .planning import (
     PlanVariance,
     plan_mdd,
@@ -165,7 +168,18 @@ from .planning import (
     plan_variance,
     plan_zero_failures,
 )
-from .plots import PALETTE, plot_coverage, plot_intervals, plot_mc_errors, plot_style
+from .plots import (
+    COLOR_ALIASES,
+    ESTIMATOR_COLORS,
+    PALETTE,
+    plot_color,
+    plot_coverage,
+    plot_coverage_designs,
+    plot_intervals,
+    plot_irt_recovery,
+    plot_mc_errors,
+    plot_style,
+)
 from .report import Report, report_build, report_write
 from .reproduce import PAPERS, ReproTable, repro_report_write
 from .simulate import (
@@ -181,7 +195,17 @@ from .simulate import (
     simulate_redundant,
 )
 from .types import as_rng
-from .widgets import widget_choice, widget_live, widget_slider
+from .widgets import (
+    COVERAGE_WIDGET_LIMITS,
+    IRT_WIDGET_LIMITS,
+    widget_choice,
+    widget_coverage,
+    widget_coverage_redraw,
+    widget_irt,
+    widget_irt_redraw,
+    widget_live,
+    widget_slider,
+)
 
 __all__ = [
     "EvalkitWarning",
@@ -256,6 +280,9 @@ __all__ = [
     "missing_features",
     "missing_report",
     "missing_study",
+    "missing_explore",
+    "STUDY_COLORS",
+    "TRUNCATE_DEFAULT",
     "sensitivity_delta",
     "sensitivity_tipping_point",
     "sensitivity_plot",
@@ -352,13 +379,24 @@ __all__ = [
     "repro_report_write",
     # plots and widgets
     "PALETTE",
+    "ESTIMATOR_COLORS",
+    "COLOR_ALIASES",
+    "plot_color",
     "plot_style",
     "plot_intervals",
     "plot_coverage",
+    "plot_coverage_designs",
+    "plot_irt_recovery",
     "plot_mc_errors",
     "widget_live",
     "widget_slider",
     "widget_choice",
+    "COVERAGE_WIDGET_LIMITS",
+    "widget_coverage_redraw",
+    "widget_coverage",
+    "IRT_WIDGET_LIMITS",
+    "widget_irt_redraw",
+    "widget_irt",
     # logs.py: importers of eval logs
     "LogFormatError",
     "log_read",

@@ -500,30 +500,36 @@ class _Kernel:
         G : (2, m) array
         W : (3, m) array
         """
-        R = self._stored_R()
+        R, dt = self._stored_R(), self.dtype
         n, m, step = self.n, self.m, self.step
-        th = theta.astype(np.float64)
-        a64 = a.astype(np.float64)
-        a2 = a64 * a64
+        # chunk products in the working precision (one pass's cost), sums across chunks in float64
+        th = theta.astype(dt)
+        th2 = (theta * theta).astype(dt)
+        a_d = a.astype(dt)
+        a2 = (a * a).astype(dt)
         g_th = np.empty(n)
         i_th = np.empty(n)
         G = np.zeros((2, m))
         W = np.zeros((3, m))
-        ones = np.ones(step)
-        w = np.empty((step, m), np.float64)
+        ones = np.ones(step, dt)
+        w = np.empty((step, m), dt)
+        sq = np.empty((step, m), dt)
         for s in range(0, n, step):
             e = min(n, s + step)
-            Rk = R[s:e].astype(np.float64)
-            wk = w[: e - s]
-            np.abs(Rk, out=wk)
-            wk *= 1.0 - wk
-            g_th[s:e] = Rk @ a64
+            Rk = R[s:e]
+            wk, sk = w[: e - s], sq[: e - s]
+            np.abs(Rk, out=wk)  # w = |R| - |R|^2 = p (1 - p) on observed entries
+            np.multiply(wk, wk, out=sk)
+            wk -= sk
+            g_th[s:e] = Rk @ a_d
             i_th[s:e] = wk @ a2
             G[0] += th[s:e] @ Rk
             G[1] += ones[: e - s] @ Rk
-            W[0] += (th[s:e] ** 2) @ wk
+            W[0] += th2[s:e] @ wk
             W[1] += th[s:e] @ wk
             W[2] += ones[: e - s] @ wk
+        a64 = a.astype(np.float64)
+        th = theta.astype(np.float64)
         if ridge > 0:
             G[0] += ridge * a64 / self.sigma
             G[1] += ridge * b / self.sigma
@@ -1105,7 +1111,8 @@ def irt_fit_lbfgs(
         With ``method="lbfgs"``; ``history`` holds the objective after each iteration;
         ``extra["score_se"]`` the score statistic at the returned parameters. When a float32 run
         stops short of ``gtol`` (its line search cannot resolve the last improvements), the fit
-        is finished in float64 from where it stopped (``extra["polished_float64"]``).
+        is finished in float64 from where it stopped (``extra["polished_float64"]``), unless a
+        ``target`` was given (a timing run: it then stops where float32 L-BFGS-B stops).
 
     Raises
     ------
@@ -1155,8 +1162,8 @@ def irt_fit_lbfgs(
 
     hist: list[float] = []
     times: list[float] = []
-    stopped = {"target": False, "converged": False}
-    state = {"next_check": 0, "score": math.nan}
+    stopped = {"target": False, "converged": False, "stalled": False}
+    state = {"next_check": 0, "score": math.nan, "best": math.inf, "stalls": 0}
 
     def callback(intermediate_result: optimize.OptimizeResult) -> None:
         hist.append(float(intermediate_result.fun))
@@ -1171,6 +1178,13 @@ def irt_fit_lbfgs(
             if state["score"] <= gtol:
                 stopped["converged"] = True
                 raise StopIteration
+            if state["score"] < 0.9 * state["best"]:
+                state["best"], state["stalls"] = state["score"], 0
+            else:
+                state["stalls"] += 1
+                if state["stalls"] >= _MAX_STALLS:  # no finite optimum in reach (quasi-separation)
+                    stopped["stalled"] = True
+                    raise StopIteration
             state["next_check"] = it + max(3, it // 20)
 
     z0 = np.concatenate([theta0, a0, b0])
@@ -1190,8 +1204,8 @@ def irt_fit_lbfgs(
         n_iter += int(res.nit)
         z = res.x
         score = state["score"] if stopped["converged"] else score_at(z)
-        if (gtol is not None and score > gtol and not stopped["target"] and np.dtype(dtype) != np.float64
-                and n_iter < max_iter):
+        if (gtol is not None and score > gtol and target is None and np.dtype(dtype) != np.float64
+                and n_iter < max_iter and not stopped["stalled"]):
             # In float32 the objective stops resolving the last improvements, and the line search
             # gives up short of the criterion: finish from there in float64.
             kern.close()
@@ -1234,7 +1248,8 @@ def irt_fit_lbfgs(
         excluded_models=ex_rows, excluded_items=ex_cols, time=time.perf_counter() - t0,
         method="lbfgs", tol=tol, n_obs=n_obs,
         extra={"n_fev": int(res.nfev), "message": str(res.message), "stopped_at_target": stopped["target"],
-               "ridge": ridge, "gtol": gtol, "score_se": score, "polished_float64": polished},
+               "ridge": ridge, "gtol": gtol, "score_se": score, "polished_float64": polished,
+               "stalled": stopped["stalled"]},
     )
 
 

@@ -24,7 +24,7 @@ import pathlib
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -150,9 +150,13 @@ def report_build(long_df: pd.DataFrame, *, cluster: str = "cluster", se: str = "
         binary = bool(np.isin(y[ok], (0.0, 1.0)).all())
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", EvalkitWarning)
-            iid = mean_estimate(y[ok], se="iid", alpha=alpha, binary=False)
+            # Wilson intervals on the effective sample size for 0/1 outcomes: they stay inside [0, 1]
+            # and do not collapse at 0% or 100% (the t interval does both with few clusters).
+            kind: Literal["t", "wilson"] = "wilson" if binary else "t"
+            iid = mean_estimate(y[ok], se="iid", alpha=alpha, binary=binary, interval=kind)
             if n_clusters >= 2:
-                cr = mean_estimate(y[ok], clus[ok], se=se, alpha=alpha, binary=False)  # type: ignore[arg-type]
+                cr = mean_estimate(y[ok], clus[ok], se=se, alpha=alpha, binary=binary,  # type: ignore[arg-type]
+                                   interval=kind)
                 deff = deff_empirical(y[ok], clus[ok])
                 icc = icc_anova(y[ok], clus[ok]) if binary else np.nan
             else:
@@ -307,7 +311,9 @@ def _sections(rep: Report) -> list[tuple[str, str, pd.DataFrame]]:
     cmp = rep.comparisons[cmp_cols] if not rep.comparisons.empty else rep.comparisons
     return [
         ("Accuracy", f"Accuracy over graded items, with the {level} i.i.d. interval and the {level} cluster-robust "
-         f"interval ({rep.se}, clusters = `{rep.cluster}`, t with `cr_df` degrees of freedom). `deff` is the "
+         f"interval ({rep.se}, clusters = `{rep.cluster}`, `cr_df` degrees of freedom). For 0/1 outcomes both are "
+         "Wilson intervals on the effective sample size, which stay inside [0, 1]; for epoch means (fractions), "
+         "t intervals. `deff` is the "
          "empirical design effect (cluster-robust over i.i.d. variance) and `n_effective` the number of independent "
          "items the graded ones are worth. Trust the cluster-robust interval, not the i.i.d. one, whenever "
          "`deff` is clearly above 1; with fewer than about 10 clusters neither is reliable.", acc),

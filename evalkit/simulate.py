@@ -17,6 +17,7 @@ because at leaderboard scale a long table would be wasteful.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Literal
@@ -43,8 +44,9 @@ __all__ = [
     "simulate_redundant",
 ]
 
-Mechanism = Literal["mcar", "mar", "mnar_cluster", "mnar_item"]
-MECHANISMS: tuple[str, ...] = ("mcar", "mar", "mnar_cluster", "mnar_item")
+Mechanism = Literal["mcar", "mar", "mar_cluster", "mnar_item"]
+MECHANISMS: tuple[str, ...] = ("mcar", "mar", "mar_cluster", "mnar_item")
+_DEPRECATED_MECHANISMS = {"mnar_cluster": "mar_cluster"}  # old name -> new name (DeprecationWarning)
 
 _GH_NODES, _GH_WEIGHTS = np.polynomial.hermite_e.hermegauss(60)
 _GH_WEIGHTS = _GH_WEIGHTS / _GH_WEIGHTS.sum()  # expectations over a standard normal
@@ -280,17 +282,22 @@ def simulate_clustered(*, n_clusters: int | None = None, cluster_size: int | Non
     return df
 
 
-def simulate_missing(df: pd.DataFrame, *, mechanism: Mechanism, response_rate: float, strength: float = 1.0,
-                     rng: np.random.Generator | int, reason: str = "refusal") -> pd.DataFrame:
+def simulate_missing(df: pd.DataFrame, *, mechanism: Mechanism | Literal["mnar_cluster"], response_rate: float,
+                     strength: float = 1.0, rng: np.random.Generator | int, reason: str = "refusal") -> pd.DataFrame:
     """Hide some outcomes of a simulated long table according to a missingness mechanism.
 
     The response indicator ``R`` follows ``logit P(R=1) = a0 + strength * z`` where ``z`` is
 
     * ``"mcar"``: nothing (``z = 0``): missing completely at random;
     * ``"mar"``: the observed covariate ``x`` (standardised): at random given ``x``;
-    * ``"mnar_cluster"``: the cluster effect ``u / sd(u)``: not at random, but shared by a
-      cluster, so a cluster-level propensity can recover it;
-    * ``"mnar_item"``: ``2 y - 1``, the unobserved outcome itself: no observed quantity explains it.
+    * ``"mar_cluster"``: the cluster effect ``u / sd(u)``. Response depends on the cluster, and
+      the cluster label is observed, so the answers are missing **at random given the cluster**:
+      a cluster-aware propensity (fixed or random intercept) models it and IPW removes the bias.
+      Given ``x`` alone it is not at random, which is why a plain logistic propensity fails.
+      (Called ``"mnar_cluster"`` before evalkit 0.3; that name still works with a
+      ``DeprecationWarning``.)
+    * ``"mnar_item"``: ``2 y - 1``, the unobserved outcome itself: missing not at random. No
+      propensity on observed data can model it; only bounds and sensitivity analysis help.
 
     ``a0`` is solved so that the expected response rate over the items equals ``response_rate``.
     Positive ``strength`` means easier items (or correct answers) are answered more often, so the
@@ -302,7 +309,7 @@ def simulate_missing(df: pd.DataFrame, *, mechanism: Mechanism, response_rate: f
     ----------
     df : DataFrame
         Output of :func:`simulate_clustered` (needs ``x``, ``u`` and ``correct_full``).
-    mechanism : {"mcar", "mar", "mnar_cluster", "mnar_item"}
+    mechanism : {"mcar", "mar", "mar_cluster", "mnar_item"}
     response_rate : float in (0, 1]
     strength : float
     rng : Generator or int
@@ -315,6 +322,11 @@ def simulate_missing(df: pd.DataFrame, *, mechanism: Mechanism, response_rate: f
         A copy with ``correct`` NaN and ``status = reason`` where not observed, and the true
         response probability in ``p_respond``.
     """
+    if mechanism in _DEPRECATED_MECHANISMS:
+        new = _DEPRECATED_MECHANISMS[mechanism]
+        warnings.warn(f"mechanism {mechanism!r} is deprecated: missingness driven by the cluster is missing at "
+                      f"random given the (observed) cluster, not MNAR; use {new!r}", DeprecationWarning, stacklevel=2)
+        mechanism = new  # type: ignore[assignment]
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
     if not 0.0 < response_rate <= 1.0:
@@ -331,7 +343,7 @@ def simulate_missing(df: pd.DataFrame, *, mechanism: Mechanism, response_rate: f
     elif mechanism == "mar":
         x = df["x"].to_numpy(dtype=float)
         z = (x - x.mean()) / (x.std() or 1.0)
-    elif mechanism == "mnar_cluster":
+    elif mechanism == "mar_cluster":
         u = df["u"].to_numpy(dtype=float)
         sd = df.attrs.get("sigma_u") or u.std()
         z = u / sd if sd > 0 else np.zeros(len(df))

@@ -1,20 +1,46 @@
-"""Thin ipywidgets wiring over pure, tested evalkit functions.
+"""Thin ipywidgets wiring over pure, tested evalkit functions, and the lessons' widget views.
 
 A widget never computes anything itself: :func:`widget_live` connects controls to a function
 ``f(**values)`` that draws or prints, through ``ipywidgets.interactive_output``. Notebooks also
 call ``f`` once with the defaults, so a headless run (CI, HTML export) still shows the result.
+
+The *redraw* functions here are those ``f``: each computes one small study with evalkit's tested
+functions, draws it with :mod:`evalkit.plots` and returns the numbers it drew (so tests can check
+them). The matching ``widget_*`` function builds the controls, offering only settings the study
+can answer (and within about 2 s per redraw on 2 cores: ``benchmarks/bench_widgets.py``), and
+"what to look for" prompts above them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import html
+import warnings
+from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["widget_live", "widget_slider", "widget_choice"]
+import numpy as np
+
+__all__ = [
+    "widget_live",
+    "widget_slider",
+    "widget_choice",
+    "COVERAGE_WIDGET_LIMITS",
+    "widget_coverage_redraw",
+    "widget_coverage",
+    "IRT_WIDGET_LIMITS",
+    "widget_irt_redraw",
+    "widget_irt",
+]
 
 
 def widget_slider(value: float, lo: float, hi: float, step: float, description: str) -> Any:
-    """A float (or int, when all arguments are ints) slider with a readable label."""
+    """A float (or int, when all arguments are ints) slider with a readable label.
+
+    Examples
+    --------
+    >>> widget_slider(10, 2, 50, 1, "clusters").value
+    10
+    """
     import ipywidgets as w
 
     style = {"description_width": "initial"}
@@ -25,14 +51,21 @@ def widget_slider(value: float, lo: float, hi: float, step: float, description: 
                          continuous_update=False, style=style, readout_format=".3g")
 
 
-def widget_choice(options: list[Any], value: Any, description: str) -> Any:
-    """A drop-down menu."""
+def widget_choice(options: Sequence[Any], value: Any, description: str) -> Any:
+    """A drop-down menu.
+
+    Examples
+    --------
+    >>> widget_choice(["mcar", "mnar"], "mnar", "mechanism").value
+    'mnar'
+    """
     import ipywidgets as w
 
-    return w.Dropdown(options=options, value=value, description=description, style={"description_width": "initial"})
+    return w.Dropdown(options=list(options), value=value, description=description,
+                      style={"description_width": "initial"})
 
 
-def widget_live(f: Callable[..., Any], **controls: Any) -> Any:
+def widget_live(f: Callable[..., Any], *, prompts: Sequence[str] = (), **controls: Any) -> Any:
     """Wire ipywidgets ``controls`` to ``f`` and return the assembled widget.
 
     Parameters
@@ -40,13 +73,29 @@ def widget_live(f: Callable[..., Any], **controls: Any) -> Any:
     f : callable
         Called as ``f(**{name: control.value})`` whenever a control changes; it should draw a
         figure (``plt.show()``) or print.
+    prompts : sequence of str
+        "What to look for" questions shown above the controls.
     **controls
         ``name=widget`` pairs; the names are ``f``'s keyword arguments.
 
     Returns
     -------
     ipywidgets.VBox
-        The controls above the output area. Display it as the last expression of a cell.
+        The prompts, the controls and the output area. Display it as the last expression of a cell.
+
+    Raises
+    ------
+    ValueError
+        Without controls.
+
+    Examples
+    --------
+    >>> import contextlib, io
+    >>> seen = []
+    >>> with contextlib.redirect_stdout(io.StringIO()):  # outside a kernel the output area prints codes
+    ...     box = widget_live(lambda n: seen.append(n), n=widget_slider(3, 1, 5, 1, "n"))
+    >>> seen
+    [3]
     """
     import ipywidgets as w
 
@@ -54,4 +103,306 @@ def widget_live(f: Callable[..., Any], **controls: Any) -> Any:
         raise ValueError("give at least one control, e.g. icc=widget_slider(0.1, 0, 0.5, 0.05, 'ICC')")
     out = w.interactive_output(f, controls)
     box = w.HBox(list(controls.values()), layout=w.Layout(flex_flow="row wrap"))
-    return w.VBox([box, out])
+    parts: list[Any] = []
+    if prompts:
+        items = "".join(f"<li>{html.escape(p)}</li>" for p in prompts)
+        parts.append(w.HTML(f"<b>What to look for</b><ul>{items}</ul>"))
+    return w.VBox([*parts, box, out])
+
+
+# ---------------------------------------------------------------------------------------------
+# Notebook 00: coverage of i.i.d., CR1 and CR2 intervals under three cluster-size designs
+# ---------------------------------------------------------------------------------------------
+
+COVERAGE_WIDGET_LIMITS: dict[str, tuple[float, float, float]] = {
+    "icc": (0.0, 0.5, 0.02),
+    "n_clusters": (2, 50, 1),
+    "cluster_size": (5, 50, 1),
+    "dominant_share": (0.2, 0.8, 0.05),
+}
+"""(low, high, step) of each control of :func:`widget_coverage`. At most 50 clusters of 50 items:
+the question the widget answers is about *few* clusters, and 400 replications of 2,500 items for three
+designs take about a second on 2 cores (``benchmarks/bench_widgets.py``)."""
+
+COVERAGE_WIDGET_ESTIMATORS: tuple[str, ...] = ("iid", "CR1", "CR2")
+COVERAGE_WIDGET_LABELS: dict[str, str] = {"iid": "iid", "CR1": "CR1, t(M-1)", "CR2": "CR2, Satterthwaite"}
+
+
+def widget_coverage_redraw(icc: float = 0.1, n_clusters: int = 10, cluster_size: int = 20,
+                           dominant_share: float = 0.5, *, n_reps: int = 400, seed: int = 20261130,
+                           show: bool = True) -> Any:
+    """Coverage and width of i.i.d., CR1 and CR2 intervals in three cluster-size designs.
+
+    The view behind notebook 00's widget ([MISSING]; Bell and McCaffrey 2002): for balanced,
+    skewed (log-normal) and one-dominant cluster sizes with ``n_clusters`` clusters of average
+    size ``cluster_size``, :func:`evalkit.coverage_study` draws ``n_reps`` benchmarks at the given
+    ICC and scores the i.i.d. interval (``t_{n-1}``), CR1 with ``t_{M-1}`` and CR2 with the
+    Satterthwaite degrees of freedom; :func:`evalkit.plot_coverage_designs` draws the coverage with
+    ±2 Monte Carlo SE bars, and a second panel the mean interval width.
+
+    Parameters
+    ----------
+    icc : float
+        Intra-class correlation on the 0/1 scale, within :data:`COVERAGE_WIDGET_LIMITS`.
+    n_clusters, cluster_size : int
+        Number of clusters ``M`` and their average size.
+    dominant_share : float
+        Share of the items in the large cluster of the ``"dominant"`` design.
+    n_reps : int
+        Replications per design (400: Monte Carlo SE about 1.1 points at 95% coverage).
+    seed : int
+    show : bool
+        Call ``plt.show()`` (False in tests).
+
+    Returns
+    -------
+    DataFrame
+        The :func:`evalkit.coverage_study` rows drawn (``design, estimator, coverage,
+        coverage_mcse, width, df_mean, n_clusters_effective, ...``), estimators relabelled
+        ``"iid"``, ``"CR1, t(M-1)"``, ``"CR2, Satterthwaite"``.
+
+    Raises
+    ------
+    ValueError
+        A setting outside :data:`COVERAGE_WIDGET_LIMITS` (or a dominant share that leaves another
+        cluster empty).
+
+    Examples
+    --------
+    >>> res = widget_coverage_redraw(icc=0.2, n_clusters=5, cluster_size=10, n_reps=100, show=False)
+    >>> sorted(res["design"].unique())
+    ['balanced', 'dominant', 'skewed']
+    >>> import matplotlib.pyplot as plt; plt.close("all")
+
+    Notebook 00, section 4, wires it with :func:`widget_coverage`.
+    """
+    import matplotlib.pyplot as plt
+
+    from .clustered import coverage_study
+    from .plots import DESIGN_LABELS, plot_color, plot_coverage_designs
+
+    values = {"icc": icc, "n_clusters": n_clusters, "cluster_size": cluster_size, "dominant_share": dominant_share}
+    for name, v in values.items():
+        lo, hi, _ = COVERAGE_WIDGET_LIMITS[name]
+        if not lo - 1e-9 <= v <= hi + 1e-9:
+            raise ValueError(f"{name}={v} is outside the widget's range [{lo}, {hi}]; see COVERAGE_WIDGET_LIMITS")
+    res = coverage_study(designs=("balanced", "skewed", "dominant"), n_clusters=int(n_clusters),
+                         cluster_size=int(cluster_size), icc=float(icc), n_reps=int(n_reps), seed=seed,
+                         estimators=COVERAGE_WIDGET_ESTIMATORS, dominant_share=float(dominant_share))
+    res = res.assign(estimator=res["estimator"].map(COVERAGE_WIDGET_LABELS))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12.0, 4.6), width_ratios=[1.3, 1.0])
+    plot_coverage_designs(res, ax=ax1)
+    ax1.set_title("coverage")
+    designs = list(dict.fromkeys(res["design"]))
+    names = list(dict.fromkeys(res["estimator"]))
+    offsets = np.linspace(-0.25, 0.25, len(names))
+    for name, off in zip(names, offsets, strict=True):
+        g = res[res["estimator"] == name].set_index("design").reindex(designs)
+        ax2.bar(np.arange(len(designs)) + off, 100 * g["width"], width=0.24, color=plot_color(name), label=name)
+    ax2.set_xticks(np.arange(len(designs)), [DESIGN_LABELS.get(d, d) for d in designs])
+    ax2.set_ylabel("mean interval width\n(percentage points)")
+    ax2.set_title("width")
+    eff = res.drop_duplicates("design").set_index("design")["n_clusters_effective"]
+    fig.suptitle(f"ICC {icc:.2f}, {n_clusters} clusters × {cluster_size} items on average, {n_reps} replications; "
+                 "effective clusters: " + ", ".join(f"{d} {eff[d]:.1f}" for d in designs))
+    if show:
+        plt.show()
+    return res
+
+
+def widget_coverage(**defaults: Any) -> Any:
+    """The live widget of notebook 00: :func:`widget_coverage_redraw` over feasible settings.
+
+    Parameters
+    ----------
+    **defaults
+        Starting values (``icc``, ``n_clusters``, ``cluster_size``, ``dominant_share``).
+
+    Returns
+    -------
+    ipywidgets.VBox
+
+    Examples
+    --------
+    >>> import contextlib, io
+    >>> import matplotlib.pyplot as plt
+    >>> with contextlib.redirect_stdout(io.StringIO()):  # outside a kernel the output area prints codes
+    ...     box = widget_coverage(n_clusters=4, cluster_size=5)
+    >>> [c.description for c in box.children[1].children]
+    ['ICC', 'clusters', 'items per cluster', 'share of the largest cluster (dominant design)']
+    >>> plt.close("all")
+    """
+    v = {"icc": 0.1, "n_clusters": 10, "cluster_size": 20, "dominant_share": 0.5, **defaults}
+    lim = COVERAGE_WIDGET_LIMITS
+    return widget_live(
+        lambda **kw: widget_coverage_redraw(**kw),
+        prompts=[
+            "Balanced sizes: at how few clusters does CR1 with t(M-1) still cover 95%?",
+            "Skewed and dominant sizes: does adding clusters fix CR1? Watch the effective number of clusters "
+            "in the title, not M.",
+            "CR2 with Satterthwaite df holds its level: what does it pay for that in the width panel?",
+            "Set the ICC to 0: which interval is then too wide, and by how much?",
+        ],
+        icc=widget_slider(float(v["icc"]), *lim["icc"], "ICC"),
+        n_clusters=widget_slider(int(v["n_clusters"]), int(lim["n_clusters"][0]), int(lim["n_clusters"][1]),
+                                 int(lim["n_clusters"][2]), "clusters"),
+        cluster_size=widget_slider(int(v["cluster_size"]), int(lim["cluster_size"][0]), int(lim["cluster_size"][1]),
+                                   int(lim["cluster_size"][2]), "items per cluster"),
+        dominant_share=widget_slider(float(v["dominant_share"]), *lim["dominant_share"],
+                                     "share of the largest cluster (dominant design)"),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Notebook 05: recovery of a 2PL fit under temperature, missingness and size
+# ---------------------------------------------------------------------------------------------
+
+IRT_WIDGET_LIMITS: dict[str, tuple[float, float, float]] = {
+    "sigma": (0.5, 2.0, 0.25),
+    "missing": (0.0, 0.4, 0.05),
+    "n_models": (100, 400, 50),
+    "n_items": (200, 1600, 200),
+}
+"""(low, high, step) of each control of :func:`widget_irt`. Why these: under ``"mnar"`` only wrong
+answers go missing and about half the answers are wrong, so beyond 40% missing nearly every item is
+answered right by every model and has no information left (at 55% the simulator cannot remove
+enough); below 100 models or 200 items, or at a temperature below 0.5, maximum likelihood runs into
+quasi-separation and needs thousands of iterations (seconds per redraw) for parameters that are not
+identified anyway."""
+
+_IRT_MAX_ITER = 400
+
+
+def widget_irt_redraw(sigma: float = 1.0, missing: float = 0.1, n_models: int = 200, n_items: int = 800,
+                      mechanism: str = "mcar", *, seed: int = 2026, show: bool = True) -> dict[str, float]:
+    """Simulate a 2PL matrix, fit it by cBMM and plot fitted against true ability and easiness.
+
+    The view behind notebook 05's widget ([CBMM]): :func:`evalkit.simulate_2pl` with the given
+    temperature, missing fraction and mechanism, :func:`evalkit.irt_fit` (at most 400 iterations,
+    so a redraw stays fast; the title says when that cap stopped the fit), and
+    :func:`evalkit.plot_irt_recovery`.
+
+    Parameters
+    ----------
+    sigma : float
+        Temperature of the model, in :data:`IRT_WIDGET_LIMITS` ``["sigma"]``.
+    missing : float
+        Fraction of entries removed, in ``[0, 0.4]``.
+    n_models, n_items : int
+        Matrix size, within :data:`IRT_WIDGET_LIMITS`.
+    mechanism : {"mcar", "mar", "mnar"}
+    seed : int
+        Seed of the simulation (the same seed for every setting, so changes come from the setting).
+    show : bool
+        Call ``plt.show()`` (False in tests).
+
+    Returns
+    -------
+    dict
+        ``r_theta`` (correlation of fitted and true ability over the models the fit kept),
+        ``bias_b`` (mean fitted minus true easiness over the items it kept), ``n_excluded_items``,
+        ``n_excluded_models``, ``n_iter``, ``missing`` (realised fraction).
+
+    Raises
+    ------
+    ValueError
+        A setting outside :data:`IRT_WIDGET_LIMITS` (the message says why it is not offered) or
+        an unknown mechanism.
+
+    Examples
+    --------
+    >>> out = widget_irt_redraw(n_models=100, n_items=200, show=False)
+    >>> out["r_theta"] > 0.9
+    True
+    >>> import matplotlib.pyplot as plt; plt.close("all")
+
+    Notebook 05, section 3, wires it with :func:`widget_irt`.
+    """
+    import matplotlib.pyplot as plt
+
+    from ._checks import EvalkitWarning
+    from .irt import irt_fit
+    from .plots import plot_irt_recovery
+    from .simulate import simulate_2pl
+
+    values = {"sigma": sigma, "missing": missing, "n_models": n_models, "n_items": n_items}
+    for name, v in values.items():
+        lo, hi, _ = IRT_WIDGET_LIMITS[name]
+        if not lo - 1e-9 <= v <= hi + 1e-9:
+            raise ValueError(f"{name}={v} is outside the widget's range [{lo}, {hi}]; see IRT_WIDGET_LIMITS for why")
+    if mechanism not in ("mcar", "mar", "mnar"):
+        raise ValueError(f"mechanism must be 'mcar', 'mar' or 'mnar', got {mechanism!r}")
+    Y, truth = simulate_2pl(int(n_models), int(n_items), rng=np.random.default_rng(seed), sigma=sigma,
+                            missing=missing, mechanism=mechanism)  # type: ignore[arg-type]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EvalkitWarning)  # excluded and quasi-separated items are reported below
+        fit = irt_fit(Y, sigma=sigma, max_iter=_IRT_MAX_ITER)
+    kept = np.isfinite(fit.theta)
+    r_theta = float(np.corrcoef(fit.theta[kept], truth["theta"][kept])[0, 1])
+    items = np.isfinite(fit.b)
+    bias_b = float(np.mean(fit.b[items] - truth["b"][items]))
+    out = {"r_theta": r_theta, "bias_b": bias_b, "n_excluded_items": float(np.sum(~items)),
+           "n_excluded_models": float(np.sum(~kept)), "n_iter": float(fit.n_iter),
+           "missing": float(truth["missing"])}
+    fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.2))
+    plot_irt_recovery(truth, fit.theta, fit.b, axes=axes)
+    axes[0].set_title(f"ability: r = {r_theta:.3f}")
+    axes[1].set_title(f"easiness: mean(fitted − true) = {bias_b:+.2f}")
+    note = []
+    if out["n_excluded_items"] or out["n_excluded_models"]:
+        note.append(f"{int(out['n_excluded_items'])} items, {int(out['n_excluded_models'])} models excluded "
+                    "(no variation left)")
+    if fit.n_iter >= _IRT_MAX_ITER:
+        note.append(f"stopped at the {_IRT_MAX_ITER}-iteration cap")
+    fig.suptitle(f"{mechanism.upper()}, {truth['missing']:.0%} missing, σ = {sigma:g}, {n_models} models × "
+                 f"{n_items} items" + ("\n" + "; ".join(note) if note else ""))
+    if show:
+        plt.show()
+    return out
+
+
+def widget_irt(**defaults: Any) -> Any:
+    """The live widget of notebook 05: :func:`widget_irt_redraw` with only feasible settings offered.
+
+    Parameters
+    ----------
+    **defaults
+        Starting values (``sigma``, ``missing``, ``n_models``, ``n_items``, ``mechanism``).
+
+    Returns
+    -------
+    ipywidgets.VBox
+
+    Examples
+    --------
+    >>> import contextlib, io
+    >>> import matplotlib.pyplot as plt
+    >>> with contextlib.redirect_stdout(io.StringIO()):  # outside a kernel the output area prints codes
+    ...     box = widget_irt(n_models=100, n_items=200)
+    >>> [c.description for c in box.children[1].children]
+    ['temperature σ', 'missing fraction', 'models', 'items', 'mechanism']
+    >>> plt.close("all")
+    """
+    v = {"sigma": 1.0, "missing": 0.1, "n_models": 200, "n_items": 800, "mechanism": "mcar", **defaults}
+    lim = IRT_WIDGET_LIMITS
+
+    def slider(name: str, label: str, as_int: bool = False) -> Any:
+        lo, hi, step = lim[name]
+        if as_int:
+            return widget_slider(int(v[name]), int(lo), int(hi), int(step), label)
+        return widget_slider(float(v[name]), lo, hi, step, label)
+
+    return widget_live(
+        lambda **kw: widget_irt_redraw(**kw),
+        prompts=[
+            "MCAR and MAR: the points stay on the dashed line even at 40% missing; only the scatter grows.",
+            "MNAR: the abilities keep their order, but the easiness cloud moves above the line. How far, at 20%?",
+            "Temperature: what changes in the fitted values when σ doubles, and what does not?",
+            "Fewer models: which panel gets noisier, abilities or easiness, and why?",
+        ],
+        sigma=slider("sigma", "temperature σ"),
+        missing=slider("missing", "missing fraction"),
+        n_models=slider("n_models", "models", as_int=True),
+        n_items=slider("n_items", "items", as_int=True),
+        mechanism=widget_choice(["mcar", "mar", "mnar"], v["mechanism"], "mechanism"),
+    )

@@ -1,4 +1,4 @@
-"""Tests of evalkit.harmony: similarity, partitions (against scikit-learn), the metric, its edges and uncertainty.
+"""Tests of evalkit.partition and evalkit.harmony: similarity, partitions (against scikit-learn), the metric.
 
 scikit-learn is a test-only reference (``SpectralClustering``, ``silhouette_score``,
 ``adjusted_rand_score``, ``KMeans``); evalkit itself never imports it. Monte Carlo tolerances are
@@ -22,6 +22,7 @@ from scipy import special
 
 import evalkit as ek
 from evalkit import harmony as hm
+from evalkit import partition as pt
 
 sklearn_cluster = pytest.importorskip("sklearn.cluster")
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
@@ -358,6 +359,10 @@ def test_compare_is_paired_and_bootstrap_checks() -> None:
     src = np.arange(200) // 5
     est = ek.harmony_bootstrap(uneven, part, clusters=src, n_boot=99, seed=0)
     assert est.se > 0 and est.n_clusters == 4
+    with pytest.raises(ValueError, match="single cluster"):
+        ek.harmony_bootstrap(uneven, part, clusters=labels, n_boot=99, seed=0)
+    with pytest.warns(ek.EvalkitWarning, match="single cluster"):
+        ek.harmony_bootstrap(uneven, part, clusters=np.where(labels == 0, -1, src), n_boot=99, seed=0)
 
 
 def test_benchmark_summary() -> None:
@@ -511,6 +516,8 @@ def test_explore_widget_function_runs_headless() -> None:
     plt.close("all")
 
 
-def test_docstring_examples_run() -> None:
-    result = doctest.testmod(hm, optionflags=doctest.NORMALIZE_WHITESPACE, extraglobs={"np": np})
-    assert result.failed == 0 and result.attempted >= 8
+@pytest.mark.parametrize("module", [hm, pt])
+def test_docstring_examples_run(module: object) -> None:
+    flags = doctest.NORMALIZE_WHITESPACE
+    result = doctest.testmod(module, optionflags=flags, extraglobs={"np": np})  # type: ignore[arg-type]
+    assert result.failed == 0 and result.attempted >= 3

@@ -28,18 +28,18 @@ from evalkit.missing import (
     missing_complete_case,
     missing_features,
     missing_report,
-    missing_study,
     propensity_fit,
     sensitivity_delta,
     sensitivity_plot,
     sensitivity_tipping_point,
     weights_compute,
 )
+from evalkit.missing_study import missing_study
 from evalkit.montecarlo import mc_run, mc_summarise, mc_tolerance
 from evalkit.simulate import simulate_clustered, simulate_missing
 
 
-def _sim(seed: int, *, mechanism: str = "mnar_cluster", n_clusters: int = 30, size: int = 20, icc: float = 0.2,
+def _sim(seed: int, *, mechanism: str = "mar_cluster", n_clusters: int = 30, size: int = 20, icc: float = 0.2,
          rate: float = 0.75, strength: float = 1.2) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     d = simulate_clustered(n_clusters=n_clusters, cluster_size=size, mean=0.6, icc=icc, rng=rng, beta_x=1.0)
@@ -63,7 +63,7 @@ def test_logistic_matches_statsmodels() -> None:
 
 def test_fixed_effects_match_statsmodels() -> None:
     """Cluster fixed-effect propensity = Logit with cluster dummies when no cluster is separated."""
-    d = _sim(3, mechanism="mnar_cluster", n_clusters=8, size=40, strength=0.5)
+    d = _sim(3, mechanism="mar_cluster", n_clusters=8, size=40, strength=0.5)
     R = d["correct"].notna().astype(float).to_numpy()
     fit = propensity_fit(R, d[["x"]], d["cluster"], kind="fixed")
     D = pd.get_dummies(d["cluster"]).to_numpy(dtype=float)
@@ -168,7 +168,8 @@ def test_random_intercept_recovers_truth_and_predicts() -> None:
 
 def test_weights_truncation_and_diagnostics() -> None:
     p = np.array([0.9, 0.5, 0.5, 0.25, 0.02])
-    w = weights_compute(p)
+    with pytest.warns(EvalkitWarning, match="carries"):
+        w = weights_compute(p)
     np.testing.assert_allclose(w.w, 1 / p)
     assert w.mass_cut == 0 and w.n_capped == 0
     np.testing.assert_allclose(w.ess, (1 / p).sum() ** 2 / np.sum(1 / p**2))
@@ -179,8 +180,38 @@ def test_weights_truncation_and_diagnostics() -> None:
     q = weights_compute(p, ("quantile", 0.5))
     assert q.cap == 2.0 and q.w.max() == 2.0
     s = weights_compute(p, "sqrt_n")
-    np.testing.assert_allclose(s.cap, math.sqrt(5) * np.mean(1 / p))
+    # the promise: after capping, no weight exceeds sqrt(n) mean weights (here with equality)
+    np.testing.assert_allclose(s.w.max() / s.w.mean(), math.sqrt(5), rtol=1e-12)
     assert q.ess >= w.ess
+
+
+def test_sqrt_n_cap_keeps_its_promise_with_an_extreme_weight() -> None:
+    """The cap sqrt(n) x *raw* mean weight breaks the promise when one weight inflates the mean (issue 7)."""
+    rng = np.random.default_rng(3)
+    for n, extreme in ((50, 1e-4), (400, 1e-6), (9, 1e-3), (1000, 0.5)):
+        p = np.r_[rng.uniform(0.3, 1.0, n - 1), extreme]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", EvalkitWarning)
+            W = weights_compute(p, "sqrt_n")
+        assert W.w.max() <= math.sqrt(n) * W.w.mean() * (1 + 1e-12)
+        if W.n_capped:  # capped weights sit exactly at the promised bound, and no lower than needed
+            np.testing.assert_allclose(W.cap, math.sqrt(n) * W.w.mean(), rtol=1e-12)
+        else:
+            assert (1 / p).max() <= math.sqrt(n) * (1 / p).mean()
+    # the old cap, for contrast: sqrt(50) x the raw mean leaves the extreme weight far above the bound
+    p = np.r_[np.full(49, 0.5), 1e-4]
+    w_old = np.minimum(1 / p, math.sqrt(50) * (1 / p).mean())
+    assert w_old.max() > 5 * math.sqrt(50) * w_old.mean()
+
+
+def test_weight_share_warning_with_few_respondents() -> None:
+    """One respondent with a large share of the weight is flagged even with under 100 respondents."""
+    with pytest.warns(EvalkitWarning, match="carries 34% of the weight"):
+        weights_compute(np.r_[np.full(19, 0.9), 0.09])     # 20 respondents, max / mean = 7.1 < 100
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EvalkitWarning)
+        weights_compute(np.r_[np.full(19, 0.9), 0.5])      # a mild weight: no warning
+        weights_compute(np.array([0.5, 0.6, 0.7]))         # three similar respondents: no warning
 
 
 @pytest.mark.parametrize("bad", [("quantile", 0.0), ("fixed", 0.5), ("median", 2), "cube_n", 3])
@@ -195,7 +226,7 @@ def test_weights_propensity_zero_or_nan_raise_and_one_is_fine() -> None:
     with pytest.raises(ValueError, match="NaN"):
         weights_compute(np.array([0.5, np.nan]))
     np.testing.assert_allclose(weights_compute(np.ones(3)).w, 1.0)
-    with pytest.warns(EvalkitWarning, match="largest inverse-propensity weight"):
+    with pytest.warns(EvalkitWarning, match="carries"):
         weights_compute(np.r_[np.full(200, 0.9), 1e-4])
 
 
@@ -291,7 +322,7 @@ def test_cluster_aware_ipw_coverage_is_nominal() -> None:
     point or two and the coverage drops (shown in the notebook).
     """
     n = 300
-    s = _mc("mnar_cluster", lambda d: ipw_estimate(d["correct"], d["cluster"], features=d[["x"]], se="CR1"),
+    s = _mc("mar_cluster", lambda d: ipw_estimate(d["correct"], d["cluster"], features=d[["x"]], se="CR1"),
             n, seed=3, M=30, m=60, icc=0.2, truth=0.6)
     cov = s["coverage"].iloc[0]
     assert abs(cov - 0.95) <= mc_tolerance(0.95, n), cov
@@ -494,3 +525,190 @@ def test_sensitivity_plot_marks_the_tipping_points() -> None:
     assert any("tips at -0.60" in a.get_text() for a in ax.texts)
     assert "difference" in ax.get_ylabel()
     plt.close("all")
+
+
+# ------------------------------------------------------------------------------ hardening (issue 7)
+
+def near_separated(seed: int = 500) -> pd.DataFrame:
+    """1,700 items in 14 unequal clusters, 4 non-responses in one cluster, all at large x1 (separated by x1)."""
+    rng = np.random.default_rng(seed)
+    M = int(rng.integers(5, 20))
+    p = rng.dirichlet(np.full(M, rng.choice([0.3, 1.0, 3.0])))
+    cl = pd.factorize(rng.choice(M, size=1700, p=p))[0]
+    x1, x2 = rng.normal(size=cl.size), rng.normal(size=cl.size)
+    R = np.ones(cl.size)
+    if rng.random() < 0.5:
+        idx = rng.choice(cl.size, size=4, replace=False)
+    else:
+        idx = rng.choice(np.flatnonzero(cl == cl[0]), size=4, replace=False)
+    R[idx] = 0
+    x1[idx] += rng.uniform(0, 3)
+    return pd.DataFrame({"R": R.astype(int), "x1": x1, "x2": x2, "cluster": cl})
+
+
+@pytest.mark.parametrize("n_quad", [1, 5, 10])
+def test_marginal_likelihood_gradient_is_exact(n_quad: int) -> None:
+    """The analytic gradient of the Laplace / AGHQ likelihood (through modes and nodes) matches finite differences."""
+    from evalkit.missing_propensity import _RandomIntercept
+
+    rng = np.random.default_rng(0)
+    M = 8
+    codes = rng.integers(0, M, 300)
+    Z = np.column_stack([np.ones(300), rng.normal(size=300)])
+    R = (rng.random(300) < 0.8).astype(float)
+    obj = _RandomIntercept(R, Z, codes, M, n_quad=n_quad)
+    fg = obj.laplace if n_quad == 1 else obj.aghq
+    for th in (np.array([1.0, 0.3, math.log(0.9)]), np.array([2.5, -1.0, math.log(3.0)])):
+        g = fg(th)[1]
+        num = np.array([(fg(th + e)[0] - fg(th - e)[0]) / 2e-6 for e in np.eye(3) * 1e-6])
+        np.testing.assert_allclose(g, num, atol=1e-6)
+
+
+def test_aghq_near_separated_reaches_the_lme4_optimum() -> None:
+    """4 non-responses in 1,700 items: AGHQ(10) used to stop at log-likelihood -2.967 and call it converged.
+
+    lme4::glmer(nAGQ = 10) reaches -2.89961 on these data (and our AGHQ objective gives the same
+    value at lme4's parameters); evalkit must do at least as well, and report the separation.
+    """
+    d = near_separated()
+    with pytest.warns(EvalkitWarning, match="separation"):
+        fit = propensity_fit(d["R"], d[["x1", "x2"]], d["cluster"], kind="random", method="aghq", n_quad=10)
+    assert fit.loglik >= -2.8996149 - 1e-6
+    assert fit.separated and "separation" in fit.message and fit.converged
+
+
+def test_convergence_is_never_claimed_when_the_gradient_test_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    import evalkit.missing_propensity as mp
+
+    d = _sim(21, n_clusters=15, size=20)
+    monkeypatch.setattr(mp, "_GRAD_TOL", 0.0)
+    monkeypatch.setattr(mp, "_DECREMENT_TOL", -1.0)
+    for method in ("laplace", "aghq"):
+        with pytest.warns(EvalkitWarning, match="did not converge"):
+            fit = propensity_fit(d["correct"].notna(), d[["x"]], d["cluster"], kind="random", method=method, n_quad=5)
+        assert not fit.converged and "did not converge" in fit.message
+
+
+@pytest.mark.parametrize("kind", ["logistic", "fixed", "random"])
+def test_separation_is_reported_the_same_way_for_every_kind(kind: str) -> None:
+    """A feature that predicts response perfectly: no kind may return 0/1 propensities as 'converged' in silence."""
+    rng = np.random.default_rng(4)
+    codes = np.repeat(np.arange(10), 30)
+    x = rng.normal(size=codes.size)
+    R = (x < 1.0).astype(float)       # every item with x >= 1 is missing: separation by x
+    with pytest.warns(EvalkitWarning, match="separation"):
+        fit = propensity_fit(R, x, codes, kind=kind)  # type: ignore[arg-type]
+    assert fit.separated and "separation:" in fit.message
+    if kind != "random":
+        assert not fit.converged      # no finite maximum exists
+    # a clean fit is not flagged
+    R2 = (rng.random(codes.size) < special.expit(1 + 0.5 * x)).astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EvalkitWarning)
+        clean = propensity_fit(R2, x, codes, kind=kind)  # type: ignore[arg-type]
+    assert not clean.separated and clean.converged
+
+
+def test_report_names_a_cluster_without_respondents() -> None:
+    a = _sim(61, n_clusters=12, size=20)
+    empty = a["cluster"].iloc[0]
+    a.loc[a["cluster"] == empty, ["correct", "status"]] = [np.nan, "refusal"]
+    with pytest.warns(EvalkitWarning, match=rf"cluster\(s\) \[.{empty}.\] have no answered item"):
+        r = missing_report(a, features=["x"])
+    ri = r[r["estimator"] == "IPW random intercept, CR1"].iloc[0]
+    assert "11 of 12 clusters that have respondents" in ri["note"] and ri["n_clusters"] == 11
+    assert any("11 of 12" in n for n in r.attrs["missing"].notes)
+
+
+def test_report_flags_heavy_truncation_and_shows_the_untruncated_row() -> None:
+    a = _sim(67, n_clusters=20, size=30, strength=2.5, rate=0.6)
+    with pytest.warns(EvalkitWarning, match="of the weight mass"):
+        r = missing_report(a, features=["x"], truncate=("quantile", 0.8))
+    est = r.set_index("estimator")
+    assert est.loc["IPW random intercept, CR1", "mass_cut"] > 0.05
+    assert est.loc["IPW random intercept, CR1", "truncation"] == "quantile 0.8"
+    untrunc = ipw_estimate(a["correct"], a["cluster"], features=a[["x"]], truncate=None)
+    np.testing.assert_allclose(est.loc["IPW random intercept, CR1, untruncated", "estimate"], untrunc.estimate)
+    assert "compare the untruncated row" in est.loc["IPW random intercept, CR1", "note"]
+
+
+def test_report_and_ipw_estimate_share_the_default_truncation() -> None:
+    import inspect
+
+    from evalkit.missing import TRUNCATE_DEFAULT
+
+    for f in (missing_report, ipw_estimate, ipw_compare, ipw_bootstrap, weights_compute):
+        assert inspect.signature(f).parameters["truncate"].default == TRUNCATE_DEFAULT, f.__name__
+    a = _sim(71)
+    r = missing_report(a, features=["x"]).set_index("estimator")
+    e = ipw_estimate(a["correct"], a["cluster"], features=a[["x"]])
+    np.testing.assert_allclose(r.loc["IPW random intercept, CR1", "estimate"], e.estimate, rtol=1e-12)
+
+
+def test_compare_complete_case_reports_the_items_it_uses() -> None:
+    a = _sim(73)
+    b = _sim(79).assign(model="other")
+    both = pd.concat([a, b], ignore_index=True)
+    c = missing_report(both, features=["x"], compare=("sim", "other"))
+    row = c[c["estimator"] == "complete case (items both answered), CR1"].iloc[0]
+    ya = a.sort_values("item")["correct"].to_numpy()
+    yb = b.sort_values("item")["correct"].to_numpy()
+    jointly = ~np.isnan(ya) & ~np.isnan(yb)
+    assert row["n"] == jointly.sum() < len(a)
+    cl = a.sort_values("item")["cluster"].to_numpy()
+    np.testing.assert_allclose(row["estimate"], paired_estimate(ya[jointly], yb[jointly], cl[jointly]).estimate)
+
+
+def test_report_rejects_cluster_labels_that_differ_between_models() -> None:
+    """long_validate checks the ``cluster`` column; the report must check the column it clusters on."""
+    a = _sim(83)
+    b = _sim(89).assign(model="other")
+    a["src"] = a["cluster"]
+    b["src"] = b["cluster"]
+    b.loc[b.index[3], "src"] = "somewhere else"
+    both = pd.concat([a, b], ignore_index=True)
+    with pytest.raises(ValueError, match="different 'src' labels in different models"):
+        missing_report(both, compare=("sim", "other"), cluster="src")
+    missing_report(both, model="other", cluster="src")  # one model: its own labels are consistent
+
+
+def test_deprecated_mechanism_name_still_works() -> None:
+    d = simulate_clustered(n_clusters=10, cluster_size=20, mean=0.6, icc=0.2, rng=1, beta_x=1.0)
+    with pytest.warns(DeprecationWarning, match="mar_cluster"):
+        old = simulate_missing(d, mechanism="mnar_cluster", response_rate=0.8, rng=5)
+    new = simulate_missing(d, mechanism="mar_cluster", response_rate=0.8, rng=5)
+    pd.testing.assert_frame_equal(old, new)
+    assert new.attrs["mechanism"] == "mar_cluster"
+    with pytest.warns(DeprecationWarning):
+        runs = missing_study(n_reps=2, mechanisms=("mnar_cluster",), iccs=(0.2,), n_clusters=(10,), n_items=100)
+    assert set(runs["mechanism"]) == {"mar_cluster"}
+
+
+def test_missing_explore_draws_bias_coverage_with_error_bars_and_weights() -> None:
+    import matplotlib.pyplot as plt
+
+    from evalkit import missing_explore
+
+    fig = missing_explore(n_reps=6, n_clusters=10, response_rate=0.6, trunc_q=0.9)
+    ax_bias, ax_cov, ax_w = fig.axes
+    assert len(ax_cov.collections) >= 2                     # points and their Monte Carlo error bars
+    assert "60% answered" in fig._suptitle.get_text()
+    assert ax_w.get_legend() is not None                    # the truncation cap is drawn
+    assert [t.get_text() for t in ax_bias.get_yticklabels()][0] == "CC iid"
+    plt.close(fig)
+    with pytest.raises(ValueError, match="response_rate"):
+        missing_explore(response_rate=1.0)
+    with pytest.raises(ValueError, match="trunc_q"):
+        missing_explore(trunc_q=0.0)
+
+
+def test_study_failure_of_one_estimator_fails_only_its_row() -> None:
+    """A failing estimator (here the bootstrap with too few resamples) must not fail or stale the others."""
+    runs = missing_study(n_reps=3, seed=2, mechanisms=("mar_cluster",), iccs=(0.2,), n_clusters=(10,), n_items=200,
+                         n_boot=5)
+    boot = runs[runs["estimator"] == "IPW RI bootstrap"]
+    rest = runs[runs["estimator"] != "IPW RI bootstrap"]
+    assert boot["error"].str.contains("n_boot").all() and boot["estimate"].isna().all()
+    assert (rest["error"] == "").all() and rest["estimate"].notna().all()
+    cc = rest[rest["estimator"] == "CC CR1"]["estimate"]
+    assert cc.nunique() == 3                              # each replication's own data, never a stale estimate

@@ -59,7 +59,10 @@ def test_widget_live_calls_the_function_with_control_values():
 def test_plot_style_sets_the_house_rc():
     ek.plot_style()
     assert matplotlib.rcParams["axes.spines.top"] is False
-    assert np.isclose(matplotlib.rcParams["figure.figsize"][0], 7.0)
+    assert np.isclose(matplotlib.rcParams["figure.figsize"][0], 8.0)
+    # readable from the back of a room: 12-point text, at least 110 dpi on screen
+    assert matplotlib.rcParams["font.size"] >= 12 and matplotlib.rcParams["axes.labelsize"] >= 12
+    assert matplotlib.rcParams["figure.dpi"] >= 110 and matplotlib.rcParams["figure.constrained_layout.use"]
 
 
 def test_plot_intervals_follows_the_requested_order():
@@ -67,3 +70,118 @@ def test_plot_intervals_follows_the_requested_order():
                           "ci_low": [0.0, 0.1, 0.2], "ci_high": [0.2, 0.3, 0.4]})
     ax = ek.plot_intervals(table, label="model", order=["c", "a"])
     assert [t.get_text() for t in ax.get_yticklabels()] == ["c", "a"]
+
+
+def test_every_estimator_has_its_own_colour():
+    colours = list(ek.ESTIMATOR_COLORS.values())
+    assert len(set(c.lower() for c in colours)) == len(colours), "two estimators share a colour"
+    assert set(ek.COLOR_ALIASES.values()) <= set(ek.ESTIMATOR_COLORS)
+    assert ek.plot_color("complete case, CR1") == ek.ESTIMATOR_COLORS["cc"]
+    assert ek.plot_color("IPW random intercept, CR2") == ek.ESTIMATOR_COLORS["ipw_ri"]
+    assert ek.plot_color("IPW logistic, CR1") == ek.ESTIMATOR_COLORS["ipw"]
+    assert ek.plot_color("by source") == ek.plot_color("CR2") != ek.plot_color("by category")
+    assert ek.plot_color("mean, CR0") == ek.ESTIMATOR_COLORS["CR0"]
+    unknown = ek.plot_color("an estimator nobody registered")
+    assert unknown == ek.plot_color("an estimator nobody registered")
+    assert unknown not in colours
+    assert ek.PALETTE["cluster"] == ek.ESTIMATOR_COLORS["CR1"]
+
+
+def test_plot_intervals_uses_the_fixed_colours():
+    table = pd.DataFrame({"model": ["a", "a"], "method": ["iid", "CR2"], "estimate": [0.5, 0.5],
+                          "ci_low": [0.4, 0.3], "ci_high": [0.6, 0.7]})
+    ax = ek.plot_intervals(table, label="model")
+    got = [matplotlib.colors.to_hex(c.lines[0].get_color()) for c in ax.containers]
+    assert got == [ek.plot_color("iid").lower(), ek.plot_color("CR2").lower()]
+
+
+def test_plot_coverage_says_when_a_line_hides_another():
+    s = pd.DataFrame({"n": [2, 5, 2, 5, 2, 5], "estimator": ["iid"] * 2 + ["CR1"] * 2 + ["CR2"] * 2,
+                      "coverage": [0.8, 0.7, 0.93, 0.94, 0.93, 0.94], "coverage_mcse": [0.01] * 6})
+    ax = ek.plot_coverage(s, x="n", xlabel="number of clusters")
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["iid", "CR1", "CR2\n(dashed: the same as CR1)"]
+    assert ax.get_lines()[2].get_linestyle() == "--" and ax.get_xlabel() == "number of clusters"
+
+
+def test_plot_coverage_designs_draws_each_estimator_with_its_error_bar():
+    s = pd.DataFrame({"design": ["balanced", "skewed", "dominant"] * 2, "estimator": ["iid"] * 3 + ["CR2"] * 3,
+                      "coverage": [0.7, 0.6, 0.5, 0.95, 0.93, 0.9], "coverage_mcse": [0.01, 0.01, 0.01, 0.005, 0.006,
+                                                                                      0.007]})
+    ax = ek.plot_coverage_designs(s, title="t")
+    assert len(ax.containers) == 2
+    cr2 = ax.containers[1]
+    assert np.allclose(cr2.lines[0].get_ydata(), [0.95, 0.93, 0.9])
+    seg = cr2.lines[2][0].get_segments()  # the error bars: +-2 MCSE
+    assert np.allclose([b[1, 1] - b[0, 1] for b in seg], [0.02, 0.024, 0.028])
+    assert "Monte Carlo" in ax.get_ylabel()
+    with pytest.raises(ValueError, match="needs columns"):
+        ek.plot_coverage_designs(s.drop(columns="coverage_mcse"))
+
+
+def test_plot_irt_recovery_skips_excluded_items():
+    truth = {"theta": np.array([-1.0, 0.0, 1.0]), "b": np.array([0.0, 1.0, 2.0])}
+    axes = ek.plot_irt_recovery(truth, np.array([-1.0, 0.1, 0.9]), np.array([0.1, np.nan, 2.1]))
+    assert axes[1].collections[0].get_offsets().shape == (2, 2)
+    assert "logit scale" in axes[0].get_ylabel()
+
+
+def test_widget_live_shows_prompts_above_the_controls():
+    box = ek.widget_live(lambda n: None, prompts=["look <here>"], n=ek.widget_slider(1, 0, 2, 1, "n"))
+    assert "look &lt;here&gt;" in box.children[0].value and len(box.children) == 3
+
+
+def test_irt_widget_recovers_and_shows_the_mnar_bias():
+    mcar = ek.widget_irt_redraw(missing=0.2, n_models=100, n_items=400, mechanism="mcar", show=False)
+    mnar = ek.widget_irt_redraw(missing=0.2, n_models=100, n_items=400, mechanism="mnar", show=False)
+    assert mcar["r_theta"] > 0.98 and abs(mcar["bias_b"]) < 0.1
+    # only wrong answers removed: every item looks easier (the simulation's bias is about +0.5 at 20%)
+    assert mnar["bias_b"] > 0.3
+    assert 0.18 < mnar["missing"] < 0.22
+
+
+@pytest.mark.parametrize("mechanism", ["mcar", "mar", "mnar"])
+def test_irt_widget_corners_are_all_answerable(mechanism):
+    lim = ek.IRT_WIDGET_LIMITS
+    for sigma in (lim["sigma"][0], lim["sigma"][1]):
+        out = ek.widget_irt_redraw(sigma=sigma, missing=lim["missing"][1], n_models=int(lim["n_models"][0]),
+                                   n_items=int(lim["n_items"][0]), mechanism=mechanism, show=False)
+        assert all(np.isfinite(v) for v in out.values()), out
+        plt.close("all")
+
+
+def test_irt_widget_refuses_settings_it_does_not_offer():
+    with pytest.raises(ValueError, match="missing=0.55 is outside"):
+        ek.widget_irt_redraw(missing=0.55, mechanism="mnar", show=False)
+    with pytest.raises(ValueError, match="mechanism"):
+        ek.widget_irt_redraw(mechanism="nmar", show=False)
+    box = ek.widget_irt()
+    sliders = {c.description: c for c in box.children[1].children}
+    assert sliders["missing fraction"].max == ek.IRT_WIDGET_LIMITS["missing"][1]
+    assert sliders["models"].min == ek.IRT_WIDGET_LIMITS["n_models"][0]
+
+
+def test_coverage_widget_shows_three_designs_and_the_dominant_cluster_breaks_cr1():
+    res = ek.widget_coverage_redraw(icc=0.2, n_clusters=10, cluster_size=20, dominant_share=0.8, n_reps=400,
+                                    show=False)
+    assert set(res["design"]) == {"balanced", "skewed", "dominant"}
+    assert list(pd.unique(res["estimator"])) == ["iid", "CR1, t(M-1)", "CR2, Satterthwaite"]
+    cov = res.set_index(["design", "estimator"])["coverage"]
+    mcse = res.set_index(["design", "estimator"])["coverage_mcse"]
+    tol = ek.mc_tolerance(0.95, 400)
+    # balanced: CR1 with t(M-1) holds its level; one cluster with 80% of the items: it cannot
+    assert abs(cov["balanced", "CR1, t(M-1)"] - 0.95) <= tol
+    assert cov["dominant", "CR1, t(M-1)"] < 0.95 - tol
+    assert cov["dominant", "CR2, Satterthwaite"] > 0.95 - tol
+    assert (mcse > 0).all()
+    fig = plt.gcf()
+    assert "effective clusters" in fig.get_suptitle()
+
+
+def test_coverage_widget_refuses_settings_it_does_not_offer():
+    with pytest.raises(ValueError, match="n_clusters=100 is outside"):
+        ek.widget_coverage_redraw(n_clusters=100, show=False)
+    box = ek.widget_coverage()
+    sliders = {c.description: c for c in box.children[1].children}
+    assert sliders["clusters"].max == ek.COVERAGE_WIDGET_LIMITS["n_clusters"][1]
+    assert "What to look for" in box.children[0].value

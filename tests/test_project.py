@@ -15,7 +15,8 @@ import tomllib
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+# the lessons and their solutions (notebooks/solutions/), never Jupyter's checkpoint copies
+NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").glob("**/*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 
 # The pip name of evalkit itself, as used in self-referencing extras ("evalkit[test]").
 SELF = "evalkit"
@@ -208,11 +209,67 @@ def test_every_label_has_a_citation_and_a_method_page() -> None:
         page = re.search(r"\(methods/([\w-]+\.md)\)", row)
         assert page and (ROOT / "docs" / "methods" / page.group(1)).is_file(), label
         assert re.search(r"20\d\d", row), f"{label}: no year in its citation"
+    import evalkit
+
+    assert sorted(evalkit.PAPERS) == sorted(PAPER_LABELS), "docs/references.md and evalkit.PAPERS disagree"
 
 
 def test_gitignore_keeps_generated_files_out() -> None:
     ignored = {line.strip() for line in (ROOT / ".gitignore").read_text().splitlines()}
     assert {".venv/", "build/", "__pycache__/", ".ipynb_checkpoints/"} <= ignored
+
+
+def test_pytest_runs_the_doctests_of_evalkit() -> None:
+    config = pyproject()["tool"]["pytest"]["ini_options"]
+    assert "evalkit" in config["testpaths"], "the package's docstring examples must run in CI"
+    assert "--doctest-modules" in config["addopts"]
+    assert (ROOT / "conftest.py").is_file(), "the root conftest.py sets the doctests' plotting backend"
+
+
+def test_importing_evalkit_modules_has_no_side_effect(tmp_path: pathlib.Path) -> None:
+    """Doctest collection imports every module: none may print, warn, write files or run code."""
+    import subprocess
+    import sys
+
+    script = (
+        "import importlib, pkgutil, warnings\n"
+        "warnings.simplefilter('error')\n"
+        "import evalkit\n"
+        "names = [m.name for m in pkgutil.walk_packages(evalkit.__path__, 'evalkit.')\n"
+        "         if not m.name.endswith('__main__')]\n"
+        "for name in names:\n"
+        "    importlib.import_module(name)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == "" and done.stderr == "", (done.stdout + done.stderr)[-2000:]
+    assert not list(tmp_path.iterdir()), "importing evalkit wrote files into the working directory"
+
+
+MACHINE_PATH = re.compile(r"(?<![\w.])(/home/|/Users/|/work/|/tmp/|/root/|[A-Z]:\\\\)")
+
+
+# Notebooks committed with a machine path in an output when this test was added (their owners are told);
+# strict xfail: the entry must go as soon as the notebook is re-run clean.
+KNOWN_MACHINE_PATHS: set[str] = set()
+
+
+@pytest.mark.parametrize("path", [
+    pytest.param(p, marks=pytest.mark.xfail(reason="a warning printed with a /tmp path; catch it", strict=True))
+    if p.name in KNOWN_MACHINE_PATHS else p for p in NOTEBOOKS], ids=[p.name for p in NOTEBOOKS])
+def test_notebook_outputs_hold_no_machine_paths(path: pathlib.Path) -> None:
+    """A warning or traceback printed with a file path of the machine that ran it must not be committed."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            text = "".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/plain", ""))
+            hit = MACHINE_PATH.search(text)
+            assert hit is None, (
+                f"{path.name}, cell {cell.get('execution_count')}: an output shows a machine path "
+                f"({text[max(0, hit.start() - 40):hit.start() + 60]!r}); catch the warning and print its message"
+            )
 
 
 def test_a_fresh_clone_needs_nothing_beside_it() -> None:

@@ -28,8 +28,10 @@ def test_accuracy_rows_are_the_core_estimators(inspect_long: pd.DataFrame) -> No
     g = inspect_long[(inspect_long["task"] == "mcq_subjects") & (inspect_long["model"] == "mockllm/beta")]
     ok = g["status"] == "ok"
     assert row["n_items"] == 40 and row["n_graded"] == 32 and row["accuracy"] == pytest.approx(23 / 32)
-    cr = ek.mean_estimate(g.loc[ok, "correct"].to_numpy(), g.loc[ok, "cluster"].to_numpy(), se="CR2")
-    iid = ek.mean_estimate(g.loc[ok, "correct"].to_numpy(), se="iid")
+    cr = ek.mean_estimate(g.loc[ok, "correct"].to_numpy(), g.loc[ok, "cluster"].to_numpy(), se="CR2",
+                          interval="wilson")
+    iid = ek.mean_estimate(g.loc[ok, "correct"].to_numpy(), se="iid", interval="wilson")
+    assert 0 <= row["cr_low"] <= row["accuracy"] <= row["cr_high"] <= 1
     assert (row["cr_low"], row["cr_high"]) == pytest.approx((cr.ci_low, cr.ci_high), abs=1e-12)
     assert (row["iid_low"], row["iid_high"]) == pytest.approx((iid.ci_low, iid.ci_high), abs=1e-12)
     assert row["deff"] == pytest.approx(ek.deff_empirical(g.loc[ok, "correct"], g.loc[ok, "cluster"]))

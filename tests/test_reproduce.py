@@ -329,8 +329,8 @@ def test_papers_registry_has_the_five_labels_with_full_citations() -> None:
     assert list(PAPERS) == ["MISSING", "FAQ", "CBMM", "HARMONY", "ECC"]
     assert "Handling Missing Responses under Cluster Dependence" in PAPERS["MISSING"]
     assert "arXiv:2601.20251" in PAPERS["FAQ"] and "arXiv:2605.17110" in PAPERS["ECC"]
-    assert "Qu, Qiang Heng, Hao Zeng and Xiaoqian Liu" in PAPERS["CBMM"]
-    assert "HARMONY" in PAPERS["HARMONY"]
+    assert "Qu, Qiang Heng, Hao Zeng, Xiaoqian Liu" in PAPERS["CBMM"]
+    assert "arXiv:2509.25671" in PAPERS["HARMONY"] and "arXiv:2605.07046" in PAPERS["CBMM"]
     assert set(PAPER_ALIASES.values()) == set(PAPERS)
 
 

@@ -80,28 +80,26 @@ VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
 PAPERS: Mapping[str, str] = {
     "MISSING": (
         "Handling Missing Responses under Cluster Dependence with Applications to Language Model "
-        "Evaluation. Anonymous submission to NeurIPS 2025."
+        "Evaluation. Submission to NeurIPS 2025 (authors not stated in the project's source)."
     ),
     "FAQ": (
-        "Efficient Evaluation of LLM Performance with Statistical Guarantees (factorised active "
-        "querying, FAQ, and pro-active inference, PAI). NeurIPS 2026; arXiv:2601.20251. "
-        "Code: https://github.com/skbwu/efficiently-evaluating-llms."
+        "Skyler Wu, Yash Nair, Emmanuel J. Candes. Efficient Evaluation of LLM Performance with "
+        "Statistical Guarantees. arXiv:2601.20251, 2026."
     ),
     "CBMM": (
-        "Xinhao Qu, Qiang Heng, Hao Zeng and Xiaoqian Liu. An Interpretable and Scalable Framework "
-        "for Evaluating Large Language Models (constrained block majorisation-minimisation, cBMM). "
-        "2026 (posted 2026-05-11), CC BY 4.0."
+        "Xinhao Qu, Qiang Heng, Hao Zeng, Xiaoqian Liu. An Interpretable and Scalable Framework for "
+        "Evaluating Large Language Models. arXiv:2605.07046, 2026."
     ),
     "HARMONY": (
-        "The Flaw of Averages: measuring benchmark-level distributional robustness (HARMONY, an "
-        "entropy-based measure of how evenly performance spreads over a benchmark's sub-domains)."
+        "Arda Uzunoglu, Tianjian Li, Daniel Khashabi. The Flaw of Averages: Quantifying Uniformity of "
+        "Performance on Benchmarks. arXiv:2509.25671, 2025."
     ),
     "ECC": (
-        "Capturing LLM Capabilities via Evidence-Calibrated Query Clustering. NeurIPS 2026; "
-        "arXiv:2605.17110. Code: https://github.com/fzwark/ECC."
+        "Fangzhou Wu, Sandeep Silwal, Qiuyi Zhang. Capturing LLM Capabilities via Evidence-Calibrated "
+        "Query Clustering. arXiv:2605.17110, 2026."
     ),
 }
-"""The papers evalkit reproduces: label -> full citation (as far as the source documents state it)."""
+"""The papers evalkit reproduces: label -> full citation, as in ``docs/references.md``."""
 
 PAPER_ALIASES: Mapping[str, str] = {
     "papers/000": "MISSING",
