@@ -16,9 +16,10 @@ hyper-parameters are tuned on the validation models only. Every method then runs
 ``--test-models`` test models as one stacked computation (one trial each at 5%), and on
 ``--large-models`` of them at 12.5% and 25%.
 
-Measured (under heavy load, load average 13-19 on 2 cores)::
+Measured on 2 shared cores (notebook 06 quotes both)::
 
-    python benchmarks/bench_active.py --rank 32 --test-models 300 --large-models 0
+    python benchmarks/bench_active.py --rank 32 --large-models 0                    # load 3-5
+    python benchmarks/bench_active.py --rank 32 --test-models 300 --large-models 0  # load 13-19
 
 Timing: wall seconds per (budget, method) and a straightforward per-model loop on a few models
 (the same code called one model at a time), whose per-model time times the number of test models
