@@ -32,6 +32,11 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 # Per-cell time limit (seconds) for headless notebook runs; pytest's nbval limit is in pyproject.
 CELL_TIMEOUT ?= 1200
+# pytest runs on two workers (pytest-xdist), one notebook or test file per worker: the suite
+# (notebooks and the browser test included) then fits well inside CI's time on 2 cores. Every test
+# and notebook is seeded, so the results do not depend on how the files are split between workers.
+# `make test PYTEST_ARGS=` runs it in one process.
+PYTEST_ARGS ?= -n 2 --dist loadfile
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 REPORT_ROWS := $(CURDIR)/build/report/rows
 
