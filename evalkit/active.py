@@ -1411,5 +1411,6 @@ def active_plot_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, pa
     ess = float(table["ess"].to_numpy()[1])
     cov = table["coverage"].to_numpy().astype(float)
     a2.set_title(f"n_b = {budget}: ESS {ess:.2f}x, coverage {cov[1]:.0%} (uniform {cov[0]:.0%})")
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:  # plot_style() already sets constrained layout
+        fig.tight_layout()
     return fig

@@ -782,7 +782,8 @@ def harmony_explore(P: npt.ArrayLike, Y: npt.ArrayLike, *, b: float = DEFAULT_B,
         axes[1].set_xlabel("model")
         axes[1].set_ylabel("accuracy shift (points)")
         axes[1].set_title(f"pruning {reb.fraction:.0%} of the items")
-        fig.tight_layout()
+        if fig.get_layout_engine() is None:  # plot_style() already sets constrained layout
+            fig.tight_layout()
         plt.show()
     return {"partition": part, "harmony": H, "rebalancing": reb}
 

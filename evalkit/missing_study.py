@@ -271,5 +271,6 @@ def missing_explore(icc: float = 0.2, n_clusters: int = 20, mechanism: str = "ma
     ax[2].set_ylabel("answered items")
     fig.suptitle(f"{mechanism}, ICC {icc:g}, {n_clusters} clusters, {response_rate:.0%} answered, strength "
                  f"{strength:g}, {n_reps} replications (bars: 2 Monte Carlo SE)", fontsize=10)
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:  # plot_style() already sets constrained layout
+        fig.tight_layout()
     return fig
