@@ -41,12 +41,12 @@ pytestmark = pytest.mark.browser
 
 
 def _widget_notebooks() -> list[pathlib.Path]:
-    """The lessons (not the solutions) whose code builds a widget with ``widget_live``."""
+    """The lessons (not the solutions) that display a widget (a widget view among their outputs)."""
     found = []
     for path in sorted(NOTEBOOKS.glob("*.ipynb")):
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-        code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
-        if "widget_live(" in code or "interactive_output(" in code:
+        if any("application/vnd.jupyter.widget-view+json" in out.get("data", {})
+               for c in cells if c["cell_type"] == "code" for out in c.get("outputs", [])):
             found.append(path)
     return found
 
@@ -129,6 +129,16 @@ def browser(lab_url: str) -> Iterator[Any]:
             b.close()
 
 
+def _shutdown_kernels(url: str) -> None:
+    """Stop every kernel the test started, so the next notebook starts alone."""
+    with urllib.request.urlopen(f"{url}/api/kernels?token={TOKEN}", timeout=10) as r:
+        kernels = json.load(r)
+    for k in kernels:
+        req = urllib.request.Request(f"{url}/api/kernels/{k['id']}?token={TOKEN}", method="DELETE")
+        with urllib.request.urlopen(req, timeout=30):
+            pass
+
+
 def _kernels_idle(url: str) -> bool:
     with urllib.request.urlopen(f"{url}/api/kernels?token={TOKEN}", timeout=10) as r:
         kernels = json.load(r)
@@ -168,8 +178,10 @@ def test_widget_redraws_in_browser(notebook: pathlib.Path, lab_url: str, browser
     console_errors: list[str] = []
     page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
     try:
-        page.goto(f"{lab_url}/lab/tree/{notebook.name}?token={TOKEN}", wait_until="domcontentloaded")
-        page.locator(".jp-Notebook").first.wait_for(timeout=120_000)
+        # A workspace of its own, reset: JupyterLab would otherwise reopen the notebooks of earlier tests.
+        page.goto(f"{lab_url}/lab/workspaces/evalkit-{notebook.stem}/tree/{notebook.name}?reset&token={TOKEN}",
+                  wait_until="domcontentloaded")
+        page.locator(".jp-Notebook:visible").first.wait_for(timeout=120_000)
         page.wait_for_function("() => document.querySelector('.jp-Notebook-ExecutionIndicator, .jp-KernelStatus')"
                                " !== null", timeout=60_000)
         time.sleep(3.0)
@@ -217,5 +229,6 @@ def test_widget_redraws_in_browser(notebook: pathlib.Path, lab_url: str, browser
     finally:
         page.screenshot(path=str(SHOTS / f"{notebook.stem}-page.png"))
         context.close()
+        _shutdown_kernels(lab_url)
     widget_errors = [e for e in console_errors if "widget" in e.lower()]
     assert not widget_errors, f"{notebook.name}: JavaScript errors from the widgets: {widget_errors[:3]}"
