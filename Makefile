@@ -69,8 +69,8 @@ report: $(STAMP) ## the same as make all
 	@if [ -z "$(NOTEBOOKS)" ]; then echo "make report: no notebooks/*.ipynb to run" >&2; exit 1; fi
 	rm -rf build/html build/report
 	mkdir -p build/html $(REPORT_ROWS)
-	@# A notebook is tried twice: on a heavily loaded machine nbconvert and its kernel were seen, twice,
-	@# to wait on each other with both idle (a lost message) until the cell timeout.
+	@# A notebook is tried twice: nbconvert was seen to wait forever, with the kernel idle, on a cell that
+	@# displays a widget (intermittent, with ipykernel 7.4 and 6.31; nbval runs are not affected).
 	@for nb in $(NOTEBOOKS); do \
 	  echo "== executing $$nb"; ok=0; \
 	  for attempt in 1 2; do \
