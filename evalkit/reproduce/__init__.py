@@ -5,7 +5,8 @@ notebook shows and the rows of the reproduction report are the same data: ``Repr
 saves the rows as JSON into ``$EVALKIT_REPORT_DIR`` (set by ``make all``), and
 :func:`repro_report_write` gathers every notebook's rows into ``reproduction_report.md`` (for
 people), ``.json`` and ``.csv`` (for machines). Papers are named by the labels of
-:data:`PAPERS` (``"MISSING"``, ``"FAQ"``, ``"CBMM"``, ``"HARMONY"``, ``"ECC"``).
+:data:`PAPERS` (``"MISSING"``, ``"FAQ"``, ``"CBMM"``, ``"HARMONY"``, ``"ECC"``, and
+``"MILLER"`` for the planning reference).
 
 Verdicts
 --------
@@ -98,8 +99,14 @@ PAPERS: Mapping[str, str] = {
         "Fangzhou Wu, Sandeep Silwal, Qiuyi Zhang. Capturing LLM Capabilities via Evidence-Calibrated "
         "Query Clustering. arXiv:2605.17110, 2026."
     ),
+    "MILLER": (
+        "Evan Miller. Adding Error Bars to Evals: A Statistical Approach to Language Model Evaluations. "
+        "arXiv:2411.00640, 2024 (the planning reference of notebook 01; its figures are checked as quoted "
+        "by secondary sources, see docs/references.md)."
+    ),
 }
-"""The papers evalkit reproduces: label -> full citation, as in ``docs/references.md``."""
+"""The papers evalkit reproduces (the five methods, then the planning reference): label -> full
+citation, as in ``docs/references.md``."""
 
 PAPER_ALIASES: Mapping[str, str] = {
     "papers/000": "MISSING",
@@ -443,7 +450,7 @@ class ReproTable:
         ----------
         paper : str
             The paper's label, a key of :data:`PAPERS` (``"MISSING"``, ``"FAQ"``, ``"CBMM"``,
-            ``"HARMONY"``, ``"ECC"``). The old keys ``"papers/000"`` ... ``"papers/004"`` still
+            ``"HARMONY"``, ``"ECC"``, ``"MILLER"``). The old keys ``"papers/000"`` ... ``"papers/004"`` still
             work, are stored as the new labels, and raise a ``PendingDeprecationWarning``.
         claim : str
             What is reproduced: a table cell, a figure or a sentence of the paper
