@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from evalkit.clustered import mean_estimate
-from evalkit.missing import propensity_fit
+from evalkit.missing import ipw_compare, propensity_fit
 from evalkit.simulate import simulate_clustered, simulate_missing
 
 
@@ -114,12 +114,8 @@ def test_cr2_matches_clubsandwich(tmp_path, weighted: bool) -> None:
     for kind in ("CR1", "CR2"):
         e = mean_estimate(sub["y"], sub["cluster"], weights=w, se=kind)
         np.testing.assert_allclose(e.estimate, r["est"], rtol=1e-9)
-        # Known variant difference for *weighted* CR2: clubSandwich (inverse-variance weights) uses
-        # A_g = D_g' B_g^{-1/2} D_g with D_g = diag(w_g)^{-1/2}, while evalkit scales U_g by
-        # (1 - W_g/W)^{-1/2} (CR2 of the sqrt(w)-transformed OLS). They coincide for equal weights
-        # and differ by a few tenths of a percent otherwise.
-        tol = 1e-6 if (kind == "CR1" or not weighted) else 1e-2
-        np.testing.assert_allclose(e.se, r[kind], rtol=tol)
+        # weighted CR2 is clubSandwich's default working model for weighted lm (weights_kind="sampling")
+        np.testing.assert_allclose(e.se, r[kind], rtol=1e-8)
 
 
 _GLMER_NS = """
@@ -202,3 +198,59 @@ def test_aghq_separated_case_at_least_as_good_as_glmer(tmp_path) -> None:
         fit = propensity_fit(d["R"], d[["x1", "x2"]], d["cluster"], kind="random", method="aghq", n_quad=10)
     assert fit.loglik >= r["loglik"] - 1e-4
     assert fit.separated
+
+
+_COMPARE = """
+suppressMessages(library(clubSandwich))
+d <- read.csv("{csv}")
+out <- function(k, v) cat(k, "=", sprintf("%.17g", v), "\\n", sep = "")
+# both models' observed outcomes stacked; the coefficient of is_a is theta_a - theta_b
+fit <- lm(y ~ is_a, data = d, weights = w)
+out("est", coef(fit)[2])
+for (t in c("CR0", "CR1")) out(t, sqrt(vcovCR(fit, cluster = d$cluster, type = t)[2, 2]))
+v <- vcovCR(fit, cluster = d$cluster, type = "CR2")
+out("CR2", sqrt(v[2, 2]))
+out("df", coef_test(fit, vcov = v, test = "Satterthwaite")$df_Satt[2])
+"""
+
+
+def _compare_design(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Two models on 14 unequal clusters (one large), each with its own missingness and propensities;
+    model B has no respondent in cluster 3."""
+    rng = np.random.default_rng(seed)
+    sizes = np.array([120, 3, 40, 7, 1, 25, 60, 2, 15, 9, 4, 33, 1, 18])
+    g = np.repeat(np.arange(sizes.size), sizes)
+    u = rng.normal(0, 0.9, sizes.size)[g]
+    ya = (rng.random(g.size) < 1 / (1 + np.exp(-(0.6 + u)))).astype(float)
+    yb = np.where(rng.random(g.size) < 0.3, 1 - ya, ya)
+    p_a = rng.uniform(0.2, 0.95, g.size)
+    p_b = rng.uniform(0.3, 0.9, g.size)
+    ya[rng.random(g.size) > p_a] = np.nan
+    yb[rng.random(g.size) > p_b] = np.nan
+    yb[g == 3] = np.nan
+    return ya, yb, p_a, p_b, g, sizes
+
+
+def test_ipw_compare_cr2_satterthwaite_matches_clubsandwich(tmp_path) -> None:
+    """ipw_compare's CR0/CR1/CR2 SEs and CR2 Satterthwaite df equal clubSandwich's for the stacked weighted
+    regression ``lm(y ~ is_a, weights = 1/p)`` clustered by the items' clusters (unequal clusters, different
+    respondents and weights per model, a cluster where one model has no respondent)."""
+    ya, yb, p_a, p_b, g, _ = _compare_design(5)
+    labels = np.array([f"c{j:02d}" for j in g])
+    rows = []
+    for is_a, y, p in ((1, ya, p_a), (0, yb, p_b)):
+        obs = ~np.isnan(y)
+        rows.append(pd.DataFrame({"y": y[obs], "is_a": is_a, "w": 1 / p[obs], "cluster": labels[obs]}))
+    csv = tmp_path / "cmp.csv"
+    pd.concat(rows).to_csv(csv, index=False)
+    r = _rscript(_COMPARE.format(csv=csv), tmp_path)
+    for kind in ("CR0", "CR1", "CR2"):
+        e = ipw_compare(ya, yb, labels, p_a=p_a, p_b=p_b, se=kind)
+        np.testing.assert_allclose(e.estimate, r["est"], rtol=1e-12)
+        np.testing.assert_allclose(e.se, r[kind], rtol=1e-10)
+        if kind == "CR2":
+            np.testing.assert_allclose(e.df, r["df"], rtol=1e-10)
+        else:
+            assert e.df == len(set(labels)) - 1
+    # the design is unbalanced enough that Satterthwaite's df is well below M - 1
+    assert r["df"] < 0.8 * (len(set(labels)) - 1)
