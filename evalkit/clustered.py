@@ -163,32 +163,32 @@ def interval_wilson(p: float, n_eff: float, *, df: float = math.inf, alpha: floa
 
 
 def cluster_scores_variance(scores: np.ndarray, codes: np.ndarray, n_clusters: int, total_weight: float,
-                            kind: str, cluster_weight: np.ndarray | None = None) -> float:
-    """Sandwich variance of a (weighted) mean from per-observation scores ``w_i (y_i - theta)``.
+                            kind: str) -> float:
+    """CR0/CR1 sandwich variance of an estimator given only its per-observation scores.
 
-    The sandwich for estimating equations that only come as scores (stacked equations, paired
-    IPW). For a plain or weighted mean, :func:`mean_estimate` computes CR2 exactly (with
-    :func:`_cr2_rows`) and should be preferred.
+    The sandwich for estimating equations that only come as scores (a ratio's linearisation, the
+    stacked equations of nested means): ``sum_g U_g^2 / W^2`` with ``U_g`` the sum of the scores in
+    cluster ``g``. CR2 needs the estimator's hat matrix, not just its scores: for (contrasts of)
+    weighted means use :func:`mean_estimate`, :func:`paired_estimate` or
+    :func:`evalkit.missing.ipw_compare`, which compute it exactly.
 
     Parameters
     ----------
     scores : (n,) array
-        Estimating-function contributions ``w_ij (y_ij - theta_hat)``.
+        Estimating-function contributions, e.g. ``w_ij (y_ij - theta_hat)``.
     codes : (n,) int array
         Cluster code ``0..M-1`` of each observation.
     n_clusters : int
         ``M``.
     total_weight : float
-        ``W = sum w`` (the bread is ``1/W``).
-    kind : {"CR0", "CR1", "CR2"}
-        CR0: ``sum_g U_g^2 / W^2``. CR1: times ``M/(M-1)``. CR2: each ``U_g`` scaled by
-        ``(1 - W_g/W)^{-1/2}``. This is Bell–McCaffrey's CR2 exactly without weights, and
-        clubSandwich's ``inverse_var = TRUE`` variant when the weights are constant within each
-        cluster; with weights that vary within a cluster it is the CR2 of the
-        ``sqrt(w)``-transformed regression, which is neither of clubSandwich's two variants (see
-        :func:`mean_estimate`).
-    cluster_weight : (M,) array, optional
-        ``W_g``; needed for CR2.
+        ``W`` (the bread is ``1/W``).
+    kind : {"CR0", "CR1"}
+        CR0: ``sum_g U_g^2 / W^2``. CR1: times ``M/(M-1)``.
+
+    Raises
+    ------
+    ValueError
+        Another ``kind``.
     """
     # with weights, bincount returns float64 (numpy's stubs say intp)
     U = cast("npt.NDArray[np.float64]", np.bincount(codes, weights=scores, minlength=n_clusters))
@@ -196,13 +196,9 @@ def cluster_scores_variance(scores: np.ndarray, codes: np.ndarray, n_clusters: i
         meat = np.sum(U**2)
     elif kind == "CR1":
         meat = n_clusters / (n_clusters - 1) * np.sum(U**2)
-    elif kind == "CR2":
-        if cluster_weight is None:
-            raise ValueError("CR2 needs the per-cluster weight totals")
-        leverage = cluster_weight / total_weight
-        meat = np.sum(U**2 / (1.0 - leverage))
-    else:  # pragma: no cover - guarded by callers
-        raise ValueError(f"unknown cluster-robust kind {kind!r}")
+    else:
+        raise ValueError(f"cluster_scores_variance computes CR0 or CR1, got {kind!r}; CR2 needs the hat matrix "
+                         "(mean_estimate, paired_estimate, ipw_compare)")
     return float(meat / total_weight**2)
 
 
@@ -272,35 +268,89 @@ def _cr2_rows(w: np.ndarray, codes: np.ndarray, n_clusters: int, weights_kind: s
     return E
 
 
-def _satterthwaite_df(E: np.ndarray, w: np.ndarray, codes: np.ndarray, n_clusters: int,
+def _satterthwaite_df(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, float]], n_clusters: int,
                       weights_kind: str) -> float:
-    """Bell–McCaffrey/Satterthwaite degrees of freedom of ``sum_g c_g^2`` for a weighted mean.
+    """Bell–McCaffrey/Satterthwaite degrees of freedom of ``sum_g c_g^2`` for a combination of weighted means.
 
-    With ``c_g = s_g' y`` and ``y ~ (mu 1, sigma^2 Theta)`` under the working model, the variance
+    With ``c_g = s_g' y`` and ``y ~ (X beta, sigma^2 Theta)`` under the working model, the variance
     estimate is a quadratic form whose Satterthwaite df is ``tr(P)^2 / ||P||_F^2`` with the
     ``M x M`` matrix ``P_gh = s_g' Theta s_h`` (clubSandwich's ``coef_test(test = "Satterthwaite")``).
-    Here ``s_g = E_g (block g) - k_g w / W`` with ``k_g = sum_{i in g} E_i``.
+
+    Each part ``(E, w, codes, scale)`` is one weighted mean on its own rows (``E`` from
+    :func:`_cr2_rows`, or ``w`` times a constant for CR0/CR1): its ``s_g = E_g (block g) - k_g w / W``
+    with ``k_g = sum_{i in g} E_i``. Parts have disjoint rows and a block-diagonal ``Theta``, so
+    ``P = sum_m scale_m P_m``; for a contrast ``sum_m lambda_m theta_m`` the scale is
+    ``(lambda_m / W_m)^2``. One part (any scale) is the df of :func:`mean_estimate`. A cluster
+    may hold no rows of a part (its row and column of ``P_m`` are then 0).
     """
-    W = float(w.sum())
-    theta = np.ones_like(w) if weights_kind == "sampling" else 1.0 / w
-    k = np.bincount(codes, weights=E, minlength=n_clusters)
-    tw2 = theta * w * w
-    S = float(tw2.sum())
-    S_g = np.bincount(codes, weights=tw2, minlength=n_clusters)
-    resid = E - (k / W)[codes] * w                     # s_g on its own block
-    # diagonal: a sum of non-negative terms (no cancellation)
-    diag = np.bincount(codes, weights=theta * resid**2, minlength=n_clusters) + (k / W) ** 2 * (S - S_g)
-    r = np.bincount(codes, weights=theta * w * resid, minlength=n_clusters)
+    diag = np.zeros(n_clusters)
+    blocks = []
+    top = max(part[3] for part in parts)               # df is scale-free: one part keeps scale 1 exactly
+    for E, w, codes, scale in parts:
+        scale = scale / top
+        W = float(w.sum())
+        theta = np.ones_like(w) if weights_kind == "sampling" else 1.0 / w
+        k = np.bincount(codes, weights=E, minlength=n_clusters)
+        tw2 = theta * w * w
+        S = float(tw2.sum())
+        S_g = np.bincount(codes, weights=tw2, minlength=n_clusters)
+        resid = E - (k / W)[codes] * w                 # s_g on its own block
+        # diagonal: a sum of non-negative terms (no cancellation)
+        diag += scale * (np.bincount(codes, weights=theta * resid**2, minlength=n_clusters) + (k / W) ** 2 * (S - S_g))
+        r = np.bincount(codes, weights=theta * w * resid, minlength=n_clusters)
+        blocks.append((k, r, S, S_g, W, scale))
     off2 = 0.0
     step = 1024
     for lo in range(0, n_clusters, step):             # P's off-diagonal part, in row blocks
         sl = slice(lo, min(lo + step, n_clusters))
-        block = (-(k[sl, None] * r[None, :] + r[sl, None] * k[None, :]) / W
-                 + np.outer(k[sl], k) * (S - S_g[sl, None] - S_g[None, :]) / W**2)
+        block = np.zeros((sl.stop - sl.start, n_clusters))
+        for k, r, S, S_g, W, scale in blocks:
+            block += scale * (-(k[sl, None] * r[None, :] + r[sl, None] * k[None, :]) / W
+                              + np.outer(k[sl], k) * (S - S_g[sl, None] - S_g[None, :]) / W**2)
         rows = np.arange(sl.start, sl.stop)
         block[rows - lo, rows] = 0.0
         off2 += float(np.sum(block**2))
     return float(diag.sum() ** 2 / (np.sum(diag**2) + off2))
+
+
+def _contrast_variance(groups: Sequence[tuple[float, np.ndarray, np.ndarray, np.ndarray]], n_clusters: int,
+                       se: str, df: str, weights_kind: str) -> tuple[float, float, bool]:
+    """Cluster-robust variance and df of ``sum_m lambda_m theta_m``, weighted means on shared clusters.
+
+    Each group ``(lambda_m, w, e, codes)`` is one weighted mean ``theta_m = sum w y / sum w`` on its
+    own rows (weights ``w``, residuals ``e = y - theta_m``, cluster codes ``0..M-1``; a cluster may
+    hold no rows of a group). This is the sandwich of the weighted regression of the stacked rows on
+    one indicator per group (``lm(y ~ 0 + group, weights = w)``), clustered by ``codes``, for the
+    contrast ``lambda``: its hat matrix is block-diagonal across groups, so CR2's adjustment is each
+    group's own (:func:`_cr2_rows`) and ``c_g = sum_m lambda_m / W_m * sum_{i in g} E_i e_i``. One
+    group with ``lambda = 1`` is :func:`mean_estimate`.
+
+    Returns
+    -------
+    (variance, df, satterthwaite)
+        ``df`` is Satterthwaite's (:func:`_satterthwaite_df`) when ``df == "satterthwaite"`` or
+        (``"auto"``) for CR2, else ``M - 1``; ``satterthwaite`` says which.
+    """
+    M = n_clusters
+    c = np.zeros(M)
+    parts = []
+    for lam, w, e, codes in groups:
+        if se == "CR2":
+            n_g = np.bincount(codes, minlength=M)
+            if n_g.all():
+                E = _cr2_rows(w, codes, M, weights_kind)
+            else:                                       # the clusters this group has rows in
+                present, local = np.unique(codes, return_inverse=True)
+                E = _cr2_rows(w, local, present.size, weights_kind)
+        else:
+            E = w * (math.sqrt(M / (M - 1)) if se == "CR1" else 1.0)
+        W = float(w.sum())
+        c += lam / W * np.bincount(codes, weights=E * e, minlength=M)
+        parts.append((E, w, codes, (lam / W) ** 2))
+    var = float(np.dot(c, c))
+    use_satt = df == "satterthwaite" or (df == "auto" and se == "CR2")
+    dof = _satterthwaite_df(parts, M, weights_kind) if use_satt else float(M - 1)
+    return var, dof, use_satt
 
 
 def clusters_effective(clusters: npt.ArrayLike, *, weights: npt.ArrayLike | None = None,
@@ -548,14 +598,7 @@ def _mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None, weights: np
         Wg = np.bincount(codes, weights=w, minlength=M)
         g_eff = _clusters_effective(w, codes, M)
         _design_warn(M, g_eff, float(Wg.max() / W), stacklevel + 1)
-        if se == "CR2":
-            E = _cr2_rows(w, codes, M, weights_kind)
-        else:
-            E = w * (math.sqrt(M / (M - 1)) if se == "CR1" else 1.0)
-        c = np.bincount(codes, weights=E * e, minlength=M)
-        var = float(np.dot(c, c)) / W**2
-        use_satt = df == "satterthwaite" or (df == "auto" and se == "CR2")
-        dof = _satterthwaite_df(E, w, codes, M, weights_kind) if use_satt else float(M - 1)
+        var, dof, use_satt = _contrast_variance([(1.0, w, e, codes)], M, se, df, weights_kind)
         n_floor = W**2 / float(np.dot(Wg, Wg))
         method = f"{label}, {se}" + (", Satterthwaite df" if use_satt else "")
     s = math.sqrt(var)
@@ -744,7 +787,7 @@ def coverage_study(*, designs: str | npt.ArrayLike | Sequence[str | npt.ArrayLik
         var_cr1 = M / (M - 1) * np.sum(U**2, axis=1) / N**2
         adj = _cr2_rows(ones, codes, M, "sampling")[np.r_[0, np.cumsum(n_g)[:-1]]]  # constant per cluster
         var_cr2 = np.sum((U * adj) ** 2, axis=1) / N**2
-        df_satt = _satterthwaite_df(_cr2_rows(ones, codes, M, "sampling"), ones, codes, M, "sampling")
+        df_satt = _satterthwaite_df([(_cr2_rows(ones, codes, M, "sampling"), ones, codes, 1.0)], M, "sampling")
         n_floor = N**2 / float(np.dot(n_g, n_g))
         for key in estimators:
             if key == "iid":

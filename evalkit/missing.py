@@ -37,10 +37,11 @@ import pandas as pd
 
 from ._checks import as_labels, check_alpha, warn
 from .clustered import (
+    DFRule,
     Estimate,
     SEKind,
+    _contrast_variance,
     bootstrap_cluster,
-    cluster_scores_variance,
     deff_empirical,
     deff_from_icc,
     icc_anova,
@@ -388,9 +389,10 @@ def ipw_estimate(correct: npt.ArrayLike, clusters: npt.ArrayLike | None = None, 
 
     ``theta_hat = sum_j R_j w_j y_j / sum_j R_j w_j`` with ``w_j = 1 / p_hat_j`` from a propensity
     model (:func:`propensity_fit`, a random-intercept logistic model by default). Its variance is
-    the cluster-robust sandwich of :func:`evalkit.clustered.mean_estimate` (CR1 or CR2, ``t`` with
-    ``M - 1`` degrees of freedom over the clusters that have respondents). This variance treats the
-    weights as known; :func:`ipw_bootstrap` also includes their estimation error.
+    the cluster-robust sandwich of :func:`evalkit.clustered.mean_estimate` over the clusters that
+    have respondents (CR0 or CR1 with ``t`` on ``M - 1`` degrees of freedom; CR2 with its
+    Satterthwaite degrees of freedom, the working model of sampling weights). This variance treats
+    the weights as known; :func:`ipw_bootstrap` also includes their estimation error.
 
     Paper: [MISSING].
 
@@ -444,17 +446,30 @@ def ipw_compare(correct_a: npt.ArrayLike, correct_b: npt.ArrayLike, clusters: np
                 p_a: npt.ArrayLike | None = None, p_b: npt.ArrayLike | None = None,
                 features: npt.ArrayLike | None = None, kind: PropensityKind = "random",
                 method: Literal["laplace", "aghq"] = "laplace", truncate: Truncation = TRUNCATE_DEFAULT,
-                se: Literal["CR0", "CR1", "CR2"] = "CR1", alpha: float = 0.05) -> Estimate:
+                se: Literal["CR0", "CR1", "CR2"] = "CR1", alpha: float = 0.05, df: DFRule = "auto") -> Estimate:
     """Difference of two models' IPW accuracies on the same items, with a paired cluster-robust interval.
 
-    Each model gets its own propensity model and Hájek weights. The two estimating equations are
-    stacked, so the variance of ``theta_a - theta_b`` uses per-cluster contributions
-    ``U_g = sum_j [R_aj w_aj (y_aj - theta_a) / W_a - R_bj w_bj (y_bj - theta_b) / W_b]``, which
-    keeps the pairing through shared items and clusters. With no missing outcomes and unit weights
-    it equals :func:`evalkit.clustered.paired_estimate`. CR2 uses the average leverage of the two
-    models' clusters (exact when both have the same weights).
+    Each model gets its own propensity model and Hájek weights, and ``theta_a - theta_b`` is the
+    difference of two weighted means over different respondents with different weights. It is the
+    contrast ``theta_a - theta_b`` of the weighted regression of both models' observed outcomes,
+    stacked, on one indicator per model (``lm(y ~ model, weights = w)`` with ``w = 1/p``),
+    clustered by the items' clusters, so an item's cluster holds both models' answers and the
+    pairing is kept. The variance is that regression's sandwich, computed by evalkit's one
+    implementation (:func:`evalkit.clustered.mean_estimate`'s): CR0, CR1 (``t`` with ``M - 1``
+    degrees of freedom, ``M`` the clusters of ``clusters``), or the exact CR2 of Bell and McCaffrey
+    with Satterthwaite degrees of freedom, as ``clubSandwich::vcovCR(fit, cluster, type = "CR2")``
+    and ``coef_test(fit, vcov, test = "Satterthwaite")`` for that regression, with the working
+    model of sampling weights (``weights_kind="sampling"``). Because the regression's hat matrix is
+    block-diagonal across the two models, CR2 adjusts each model's cluster contributions with that
+    model's own weights (as :func:`ipw_estimate` would), and the df combine both models' parts.
 
-    Paper: [MISSING].
+    This is not the CR2 of the per-item difference ``y_a - y_b`` weighted by one set of weights:
+    with different respondents or weights there is no such single weighted mean. When both models
+    are observed on the same items with the same weights it is the same estimator, and with no
+    missing outcomes and unit weights it equals :func:`evalkit.clustered.paired_estimate`
+    (estimate, SE and df). As in :func:`ipw_estimate`, the weights are treated as known.
+
+    Paper: [MISSING]; Bell and McCaffrey (2002); Pustejovsky and Tipton (2018).
 
     Parameters
     ----------
@@ -466,11 +481,15 @@ def ipw_compare(correct_a: npt.ArrayLike, correct_b: npt.ArrayLike, clusters: np
         gives the complete-case comparison.
     features, kind, method, truncate, se, alpha
         As in :func:`ipw_estimate`.
+    df : {"auto", "satterthwaite", "clusters"}
+        As in :func:`evalkit.clustered.mean_estimate`: ``"auto"`` is Satterthwaite for CR2 and
+        ``M - 1`` otherwise.
 
     Raises
     ------
     ValueError
-        Different lengths, fewer than two clusters, and the errors of :func:`ipw_estimate`.
+        Different lengths, fewer than two clusters, an unknown ``se`` or ``df``, and the errors of
+        :func:`ipw_estimate`.
     """
     check_alpha(alpha)
     ya = np.asarray(correct_a, dtype=float)
@@ -483,27 +502,23 @@ def ipw_compare(correct_a: npt.ArrayLike, correct_b: npt.ArrayLike, clusters: np
         raise ValueError("only one cluster: the cluster-robust variance of a comparison needs at least two")
     if se not in ("CR0", "CR1", "CR2"):
         raise ValueError(f"se must be CR0, CR1 or CR2 for a comparison, got {se!r}")
-    parts = []
-    for y, p in ((ya, p_a), (yb, p_b)):
+    if df not in ("auto", "satterthwaite", "clusters"):
+        raise ValueError(f"df must be 'auto', 'satterthwaite' or 'clusters', got {df!r}")
+    thetas, groups = [], []
+    for lam, y, p in ((1.0, ya, p_a), (-1.0, yb, p_b)):
         pp = None if p is None else p
         if pp is None and not np.isnan(y).any():
             pp = np.ones(y.size)
         yy, obs, _, _, W = _ipw_parts(y, clusters, features, pp, kind, method, truncate)
-        w_all = np.zeros(yy.size)
-        w_all[obs] = W.w
-        Wt = float(w_all.sum())
-        theta = float(np.dot(w_all[obs], yy[obs]) / Wt)
-        score = np.zeros(yy.size)
-        score[obs] = w_all[obs] * (yy[obs] - theta) / Wt
-        lev = np.bincount(codes, weights=w_all, minlength=M) / Wt
-        parts.append((theta, score, lev))
-    (ta, sa, la), (tb, sb, lb) = parts
-    lev = (la + lb) / 2
-    var = cluster_scores_variance(sa - sb, codes, M, 1.0, se, lev)
+        theta = float(np.dot(W.w, yy[obs]) / W.w.sum())
+        thetas.append(theta)
+        groups.append((lam, W.w, yy[obs] - theta, codes[obs]))
+    var, dof, _ = _contrast_variance(groups, M, se, df, "sampling")
     s = math.sqrt(var)
-    lo, hi = interval_t(ta - tb, s, M - 1, alpha)
+    est = thetas[0] - thetas[1]
+    lo, hi = interval_t(est, s, dof, alpha)
     lab = "difference, IPW (given p)" if p_a is not None else f"difference, {_KIND_LABEL[kind]}"
-    return Estimate(ta - tb, s, lo, hi, float(M - 1), f"{lab}, {se}", int(ya.size), int(M))
+    return Estimate(est, s, lo, hi, dof, f"{lab}, {se}", int(ya.size), int(M))
 
 
 def ipw_bootstrap(correct: npt.ArrayLike, clusters: npt.ArrayLike, *, features: npt.ArrayLike | None = None,

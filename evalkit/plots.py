@@ -14,8 +14,8 @@ screen and 150 dpi when saved, constrained layout so that titles and labels do n
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Literal, cast
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
@@ -177,6 +177,30 @@ def _axes(ax: Axes | None, figsize: tuple[float, float] | None = None) -> Axes:
     return ax
 
 
+def _dodged(table: pd.DataFrame, group: str, names: Sequence[Any], at: str, ats: Sequence[Any],
+            half_width: float) -> Iterator[tuple[Any, np.ndarray, pd.DataFrame]]:
+    """Each ``group`` value of ``table`` in turn, its rows indexed by ``at`` in the order ``ats``.
+
+    Yields ``(name, positions, rows)``: ``positions`` are ``0, 1, ...`` (one per ``ats``) shifted by
+    the group's offset, the groups spread evenly over ``[-half_width, half_width]`` so that they sit
+    side by side at each position (one group: no shift).
+    """
+    offsets = np.linspace(-half_width, half_width, len(names)) if len(names) > 1 else np.zeros(1)
+    for name, off in zip(names, offsets, strict=True):
+        yield name, np.arange(len(ats)) + off, table[table[group] == name].set_index(at).reindex(ats)
+
+
+def _titled_legend(ax: Axes, title: str | None, loc: Literal["best", "lower left"] | None = None) -> Axes:
+    """The common end of a plot: the optional title and the legend (at ``loc``, else matplotlib's default)."""
+    if title:
+        ax.set_title(title)
+    if loc is None:
+        ax.legend()
+    else:
+        ax.legend(loc=loc)
+    return ax
+
+
 def plot_intervals(table: pd.DataFrame, *, label: str, methods: Sequence[str] | None = None,
                    order: Sequence[str] | None = None,
                    colors: Mapping[str, str] | None = None, truth: float | None = None,
@@ -229,10 +253,7 @@ def plot_intervals(table: pd.DataFrame, *, label: str, methods: Sequence[str] | 
     methods = list(pd.unique(table["method"])) if methods is None else list(methods)
     rows = list(pd.unique(table[label])) if order is None else list(order)
     ax = _axes(ax, (8.0, max(3.0, 0.36 * len(rows) + 1.2)))
-    offsets: np.ndarray | list[float] = np.linspace(-0.25, 0.25, len(methods)) if len(methods) > 1 else [0.0]
-    for meth, off in zip(methods, offsets, strict=True):
-        sub = table[table["method"] == meth].set_index(label).reindex(rows)
-        pos = np.arange(len(rows)) + off
+    for meth, pos, sub in _dodged(table, "method", methods, label, rows, 0.25):
         color = (colors or {}).get(meth) or plot_color(meth)
         ax.errorbar(sub["estimate"], pos, xerr=[sub["estimate"] - sub["ci_low"], sub["ci_high"] - sub["estimate"]],
                     fmt="o", ms=4, lw=2, capsize=0, color=color, label=meth)
@@ -241,10 +262,7 @@ def plot_intervals(table: pd.DataFrame, *, label: str, methods: Sequence[str] | 
     ax.set_yticks(np.arange(len(rows)), [str(r) for r in rows])
     ax.invert_yaxis()
     ax.set_xlabel(xlabel)
-    if title:
-        ax.set_title(title)
-    ax.legend(loc="best")
-    return ax
+    return _titled_legend(ax, title, "best")
 
 
 def _same_as(y: np.ndarray, drawn: dict[str, np.ndarray]) -> str | None:
@@ -305,10 +323,7 @@ def plot_coverage(summary: pd.DataFrame, *, x: str, nominal: float = 0.95, ax: A
     ax.set_ylim(min(0.4, float(summary["coverage"].min()) - 0.05), 1.0)
     ax.set_xlabel(xlabel or x)
     ax.set_ylabel(f"coverage of the {nominal:.0%} interval")
-    if title:
-        ax.set_title(title)
-    ax.legend()
-    return ax
+    return _titled_legend(ax, title)
 
 
 DESIGN_LABELS: dict[str, str] = {
@@ -357,10 +372,8 @@ def plot_coverage_designs(summary: pd.DataFrame, *, nominal: float = 0.95, ax: A
     ax = _axes(ax)
     designs = list(pd.unique(summary["design"]))
     names = list(pd.unique(summary["estimator"]))
-    offsets = np.linspace(-0.22, 0.22, len(names)) if len(names) > 1 else np.zeros(1)
-    for name, off in zip(names, offsets, strict=True):
-        g = summary[summary["estimator"] == name].set_index("design").reindex(designs)
-        ax.errorbar(np.arange(len(designs)) + off, g["coverage"], yerr=2 * g["coverage_mcse"], fmt="o", ms=7,
+    for name, pos, g in _dodged(summary, "estimator", names, "design", designs, 0.22):
+        ax.errorbar(pos, g["coverage"], yerr=2 * g["coverage_mcse"], fmt="o", ms=7,
                     lw=2, capsize=4, color=plot_color(str(name)), label=str(name))
     ax.axhline(nominal, color=plot_color("truth"), lw=1, ls="--", label=f"nominal {nominal:.0%}")
     ax.set_xticks(np.arange(len(designs)), [DESIGN_LABELS.get(str(d), str(d)) for d in designs])
@@ -369,10 +382,7 @@ def plot_coverage_designs(summary: pd.DataFrame, *, nominal: float = 0.95, ax: A
     ax.set_ylim(max(0.0, min(0.8, lo - 0.03)), 1.0)
     ax.set_ylabel(f"coverage of the {nominal:.0%} interval\n(bars: ±2 Monte Carlo SE)")
     ax.set_xlabel("cluster sizes")
-    if title:
-        ax.set_title(title)
-    ax.legend(loc="lower left")
-    return ax
+    return _titled_legend(ax, title, "lower left")
 
 
 def plot_irt_recovery(truth: Mapping[str, Any], theta: np.ndarray, b: np.ndarray, *,

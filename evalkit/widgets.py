@@ -110,6 +110,23 @@ def widget_live(f: Callable[..., Any], *, prompts: Sequence[str] = (), **control
     return w.VBox([*parts, box, out])
 
 
+def _limits_check(values: dict[str, float], limits: dict[str, tuple[float, float, float]], see: str) -> None:
+    """Refuse a setting outside its widget's ``(low, high, step)`` range; ``see`` ends the message."""
+    for name, v in values.items():
+        lo, hi, _ = limits[name]
+        if not lo - 1e-9 <= v <= hi + 1e-9:
+            raise ValueError(f"{name}={v} is outside the widget's range [{lo}, {hi}]; {see}")
+
+
+def _limits_slider(values: dict[str, Any], limits: dict[str, tuple[float, float, float]], name: str, label: str,
+                   as_int: bool = False) -> Any:
+    """The slider of control ``name`` over its widget's ``(low, high, step)`` range, starting at ``values[name]``."""
+    lo, hi, step = limits[name]
+    if as_int:
+        return widget_slider(int(values[name]), int(lo), int(hi), int(step), label)
+    return widget_slider(float(values[name]), lo, hi, step, label)
+
+
 # ---------------------------------------------------------------------------------------------
 # Notebook 00: coverage of i.i.d., CR1 and CR2 intervals under three cluster-size designs
 # ---------------------------------------------------------------------------------------------
@@ -179,13 +196,10 @@ def widget_coverage_redraw(icc: float = 0.1, n_clusters: int = 10, cluster_size:
     import matplotlib.pyplot as plt
 
     from .clustered import coverage_study
-    from .plots import DESIGN_LABELS, plot_color, plot_coverage_designs
+    from .plots import DESIGN_LABELS, _dodged, plot_color, plot_coverage_designs
 
-    values = {"icc": icc, "n_clusters": n_clusters, "cluster_size": cluster_size, "dominant_share": dominant_share}
-    for name, v in values.items():
-        lo, hi, _ = COVERAGE_WIDGET_LIMITS[name]
-        if not lo - 1e-9 <= v <= hi + 1e-9:
-            raise ValueError(f"{name}={v} is outside the widget's range [{lo}, {hi}]; see COVERAGE_WIDGET_LIMITS")
+    _limits_check({"icc": icc, "n_clusters": n_clusters, "cluster_size": cluster_size,
+                   "dominant_share": dominant_share}, COVERAGE_WIDGET_LIMITS, "see COVERAGE_WIDGET_LIMITS")
     res = coverage_study(designs=("balanced", "skewed", "dominant"), n_clusters=int(n_clusters),
                          cluster_size=int(cluster_size), icc=float(icc), n_reps=int(n_reps), seed=seed,
                          estimators=COVERAGE_WIDGET_ESTIMATORS, dominant_share=float(dominant_share))
@@ -195,10 +209,8 @@ def widget_coverage_redraw(icc: float = 0.1, n_clusters: int = 10, cluster_size:
     ax1.set_title("coverage")
     designs = list(dict.fromkeys(res["design"]))
     names = list(dict.fromkeys(res["estimator"]))
-    offsets = np.linspace(-0.25, 0.25, len(names))
-    for name, off in zip(names, offsets, strict=True):
-        g = res[res["estimator"] == name].set_index("design").reindex(designs)
-        ax2.bar(np.arange(len(designs)) + off, 100 * g["width"], width=0.24, color=plot_color(name), label=name)
+    for name, pos, g in _dodged(res, "estimator", names, "design", designs, 0.25):
+        ax2.bar(pos, 100 * g["width"], width=0.24, color=plot_color(name), label=name)
     ax2.set_xticks(np.arange(len(designs)), [DESIGN_LABELS.get(d, d) for d in designs])
     ax2.set_ylabel("mean interval width\n(percentage points)")
     ax2.set_title("width")
@@ -243,13 +255,10 @@ def widget_coverage(**defaults: Any) -> Any:
             "CR2 with Satterthwaite df holds its level: what does it pay for that in the width panel?",
             "Set the ICC to 0: which interval is then too wide, and by how much?",
         ],
-        icc=widget_slider(float(v["icc"]), *lim["icc"], "ICC"),
-        n_clusters=widget_slider(int(v["n_clusters"]), int(lim["n_clusters"][0]), int(lim["n_clusters"][1]),
-                                 int(lim["n_clusters"][2]), "clusters"),
-        cluster_size=widget_slider(int(v["cluster_size"]), int(lim["cluster_size"][0]), int(lim["cluster_size"][1]),
-                                   int(lim["cluster_size"][2]), "items per cluster"),
-        dominant_share=widget_slider(float(v["dominant_share"]), *lim["dominant_share"],
-                                     "share of the largest cluster (dominant design)"),
+        icc=_limits_slider(v, lim, "icc", "ICC"),
+        n_clusters=_limits_slider(v, lim, "n_clusters", "clusters", as_int=True),
+        cluster_size=_limits_slider(v, lim, "cluster_size", "items per cluster", as_int=True),
+        dominant_share=_limits_slider(v, lim, "dominant_share", "share of the largest cluster (dominant design)"),
     )
 
 
@@ -325,11 +334,8 @@ def widget_irt_redraw(sigma: float = 1.0, missing: float = 0.1, n_models: int = 
     from .plots import plot_irt_recovery
     from .simulate import simulate_2pl
 
-    values = {"sigma": sigma, "missing": missing, "n_models": n_models, "n_items": n_items}
-    for name, v in values.items():
-        lo, hi, _ = IRT_WIDGET_LIMITS[name]
-        if not lo - 1e-9 <= v <= hi + 1e-9:
-            raise ValueError(f"{name}={v} is outside the widget's range [{lo}, {hi}]; see IRT_WIDGET_LIMITS for why")
+    _limits_check({"sigma": sigma, "missing": missing, "n_models": n_models, "n_items": n_items},
+                  IRT_WIDGET_LIMITS, "see IRT_WIDGET_LIMITS for why")
     if mechanism not in ("mcar", "mar", "mnar"):
         raise ValueError(f"mechanism must be 'mcar', 'mar' or 'mnar', got {mechanism!r}")
     Y, truth = simulate_2pl(int(n_models), int(n_items), rng=np.random.default_rng(seed), sigma=sigma,
@@ -385,13 +391,6 @@ def widget_irt(**defaults: Any) -> Any:
     """
     v = {"sigma": 1.0, "missing": 0.1, "n_models": 200, "n_items": 800, "mechanism": "mcar", **defaults}
     lim = IRT_WIDGET_LIMITS
-
-    def slider(name: str, label: str, as_int: bool = False) -> Any:
-        lo, hi, step = lim[name]
-        if as_int:
-            return widget_slider(int(v[name]), int(lo), int(hi), int(step), label)
-        return widget_slider(float(v[name]), lo, hi, step, label)
-
     return widget_live(
         lambda **kw: widget_irt_redraw(**kw),
         prompts=[
@@ -400,9 +399,9 @@ def widget_irt(**defaults: Any) -> Any:
             "Temperature: what changes in the fitted values when σ doubles, and what does not?",
             "Fewer models: which panel gets noisier, abilities or easiness, and why?",
         ],
-        sigma=slider("sigma", "temperature σ"),
-        missing=slider("missing", "missing fraction"),
-        n_models=slider("n_models", "models", as_int=True),
-        n_items=slider("n_items", "items", as_int=True),
+        sigma=_limits_slider(v, lim, "sigma", "temperature σ"),
+        missing=_limits_slider(v, lim, "missing", "missing fraction"),
+        n_models=_limits_slider(v, lim, "n_models", "models", as_int=True),
+        n_items=_limits_slider(v, lim, "n_items", "items", as_int=True),
         mechanism=widget_choice(["mcar", "mar", "mnar"], v["mechanism"], "mechanism"),
     )

@@ -11,6 +11,7 @@ from evalkit import EvalkitWarning
 from evalkit.clustered import (
     COVERAGE_ESTIMATORS,
     bootstrap_cluster,
+    cluster_scores_variance,
     clusters_effective,
     coverage_study,
     deff_empirical,
@@ -482,3 +483,13 @@ def test_simulate_clustered_size_designs():
         simulate_clustered(mean=0.6, icc=0.1, sizes="balanced", rng=1)
     with pytest.raises(ValueError, match="pass rng"):
         simulate_cluster_sizes(5, 5, sizes="skewed")
+
+
+def test_cluster_scores_variance_is_cr0_cr1_only() -> None:
+    """CR2 needs the hat matrix, which scores alone do not carry: the score sandwich refuses it."""
+    scores, codes = np.array([1.0, 0.5, -1.0, 0.2]), np.array([0, 0, 1, 1])
+    u = np.array([1.5, -0.8])                           # the cluster totals of the scores
+    np.testing.assert_allclose(cluster_scores_variance(scores, codes, 2, 2.0, "CR0"), np.sum(u**2) / 4)
+    np.testing.assert_allclose(cluster_scores_variance(scores, codes, 2, 2.0, "CR1"), 2 * np.sum(u**2) / 4)
+    with pytest.raises(ValueError, match="CR0 or CR1"):
+        cluster_scores_variance(scores, codes, 2, 1.0, "CR2")

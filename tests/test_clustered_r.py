@@ -11,8 +11,6 @@ These tests run only where ``Rscript`` and the R package ``clubSandwich`` are in
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import warnings
 
 import numpy as np
@@ -22,18 +20,7 @@ import pytest
 from evalkit import EvalkitWarning
 from evalkit.clustered import mean_estimate, paired_estimate
 
-
-def _r_available() -> str | None:
-    if shutil.which("Rscript") is None:
-        return "Rscript not found (install r-base-core and r-cran-clubsandwich to run R conformance)"
-    res = subprocess.run(["Rscript", "-e", "suppressMessages(library(clubSandwich))"], capture_output=True, text=True)
-    if res.returncode != 0:
-        return "the R package clubSandwich is not installed (apt-get install r-cran-clubsandwich)"
-    return None
-
-
-_REASON = _r_available()
-pytestmark = pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
+pytestmark = pytest.mark.r_packages("clubSandwich")
 
 _CLUB = """
 suppressMessages(library(clubSandwich))
@@ -55,19 +42,6 @@ for (f in names(fits)) {{
 """
 
 
-def _rscript(code: str, tmp_path) -> dict[str, float]:
-    script = tmp_path / "run.R"
-    script.write_text(code)
-    res = subprocess.run(["Rscript", str(script)], capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr
-    out = {}
-    for line in res.stdout.splitlines():
-        if "=" in line:
-            k, v = line.split("=", 1)
-            out[k.strip()] = float(v)
-    return out
-
-
 def _design(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Outcomes, cluster labels and weights (varying within clusters) for a named design."""
     rng = np.random.default_rng({"moderate": 1, "dominant": 2, "issue": 3}[name])
@@ -86,12 +60,12 @@ def _design(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 @pytest.mark.parametrize("name", ["moderate", "dominant", "issue"])
-def test_weighted_and_unweighted_cr2_and_satterthwaite_match_clubsandwich(tmp_path, name: str) -> None:
+def test_weighted_and_unweighted_cr2_and_satterthwaite_match_clubsandwich(rscript, tmp_path, name: str) -> None:
     """SEs (CR0, CR1, CR2 with both working models) and Satterthwaite df agree with clubSandwich to 1e-8."""
     y, g, w = _design(name)
     csv = tmp_path / "d.csv"
     pd.DataFrame({"y": y, "w": w, "cluster": g}).to_csv(csv, index=False)
-    r = _rscript(_CLUB.format(csv=csv), tmp_path)
+    r = rscript(_CLUB.format(csv=csv))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EvalkitWarning)
         for prefix, weights in (("w", w), ("u", None)):
@@ -118,7 +92,7 @@ cat("df=", sprintf("%.17g", coef_test(fit, vcov = v, test = "Satterthwaite")$df_
 """
 
 
-def test_paired_cr2_satterthwaite_matches_clubsandwich(tmp_path) -> None:
+def test_paired_cr2_satterthwaite_matches_clubsandwich(rscript, tmp_path) -> None:
     rng = np.random.default_rng(4)
     sizes = rng.integers(1, 60, size=15)
     g = np.repeat(np.arange(sizes.size), sizes)
@@ -127,7 +101,7 @@ def test_paired_cr2_satterthwaite_matches_clubsandwich(tmp_path) -> None:
     b = np.where(rng.random(g.size) < 0.25, 1 - a, a)
     csv = tmp_path / "p.csv"
     pd.DataFrame({"a": a, "b": b, "cluster": g}).to_csv(csv, index=False)
-    r = _rscript(_PAIRED.format(csv=csv), tmp_path)
+    r = rscript(_PAIRED.format(csv=csv))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EvalkitWarning)
         e = paired_estimate(a, b, g, se="CR2")

@@ -255,16 +255,46 @@ def test_complete_case_and_bounds() -> None:
     assert lo.estimate <= cc.estimate <= hi.estimate
 
 
-def test_ipw_compare_reduces_to_paired_estimate() -> None:
-    d = _sim(17)
-    rng = np.random.default_rng(1)
-    ya = d["correct_full"].to_numpy()
+@pytest.mark.parametrize("sizes", ["balanced", "skewed"])
+def test_ipw_compare_reduces_to_paired_estimate(sizes: str) -> None:
+    """No missing outcomes and unit weights: the paired estimate, SE, df and interval (CR2 with Satterthwaite df)."""
+    rng = np.random.default_rng(17)
+    d = simulate_clustered(n_clusters=30, cluster_size=20, mean=0.6, icc=0.2, rng=rng, sizes=sizes)
+    ya = d["correct"].to_numpy()
     yb = (rng.random(len(d)) < 0.55).astype(float)
     cl = d["cluster"].to_numpy()
-    for se in ("CR1", "CR2"):
+    for se in ("CR0", "CR1", "CR2"):
         a = ipw_compare(ya, yb, cl, se=se)
-        b = paired_estimate(ya, yb, cl, se=se)
-        np.testing.assert_allclose([a.estimate, a.se, a.ci_high], [b.estimate, b.se, b.ci_high], rtol=1e-10)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", EvalkitWarning)
+            b = paired_estimate(ya, yb, cl, se=se)
+        np.testing.assert_allclose([a.estimate, a.se, a.df, a.ci_low, a.ci_high],
+                                   [b.estimate, b.se, b.df, b.ci_low, b.ci_high], rtol=1e-10)
+    if sizes == "skewed":
+        assert a.df < 29                                # CR2's Satterthwaite df, not M - 1
+
+
+def test_ipw_compare_same_respondents_and_weights_is_the_weighted_mean_of_differences() -> None:
+    """Both models observed on the same items with the same weights: the difference is one weighted mean of
+    ``y_a - y_b``, and ipw_compare's CR2 (SE and df) is mean_estimate's on it."""
+    rng = np.random.default_rng(31)
+    d = simulate_clustered(n_clusters=12, cluster_size=15, mean=0.6, icc=0.2, rng=rng, sizes="skewed")
+    cl = d["cluster"].to_numpy()
+    ya = d["correct"].to_numpy(copy=True)
+    yb = np.where(rng.random(ya.size) < 0.3, 1 - ya, ya)
+    p = rng.uniform(0.3, 0.9, ya.size)
+    miss = rng.random(ya.size) > p
+    ya[miss], yb[miss] = np.nan, np.nan
+    a = ipw_compare(ya, yb, cl, p_a=p, p_b=p, se="CR2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EvalkitWarning)
+        b = mean_estimate((ya - yb)[~miss], cl[~miss], weights=1 / p[~miss], se="CR2", binary=False)
+    np.testing.assert_allclose([a.estimate, a.se, a.df], [b.estimate, b.se, b.df], rtol=1e-10)
+
+
+def test_ipw_compare_rejects_unknown_df_rule() -> None:
+    with pytest.raises(ValueError, match="df must be"):
+        ipw_compare(np.ones(4), np.zeros(4), [0, 0, 1, 1], df="M")  # type: ignore[arg-type]
 
 
 def test_ipw_compare_with_missing_matches_difference_of_estimates() -> None:

@@ -1,4 +1,4 @@
-"""Conformance of evalkit.missing with R: ``lme4::glmer`` (random-intercept logistic) and ``clubSandwich`` (CR2).
+"""Conformance of evalkit.missing with R: ``lme4::glmer`` (random-intercept logistic), ``clubSandwich`` (CR2).
 
 These tests run only where ``Rscript`` and the R packages ``lme4`` and ``clubSandwich`` are
 installed (Debian: ``apt-get install r-cran-lme4 r-cran-clubsandwich``, about two minutes); they skip
@@ -7,43 +7,15 @@ with the reason otherwise.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from evalkit.clustered import mean_estimate
-from evalkit.missing import propensity_fit
+from evalkit.missing import ipw_compare, propensity_fit
 from evalkit.simulate import simulate_clustered, simulate_missing
 
-
-def _r_available() -> str | None:
-    if shutil.which("Rscript") is None:
-        return "Rscript not found (install r-base-core, r-cran-lme4, r-cran-clubsandwich to run R conformance)"
-    res = subprocess.run(["Rscript", "-e", "suppressMessages({library(lme4); library(clubSandwich)})"],
-                         capture_output=True, text=True)
-    if res.returncode != 0:
-        return "R packages lme4 and/or clubSandwich are not installed (apt-get install r-cran-lme4 r-cran-clubsandwich)"
-    return None
-
-
-_REASON = _r_available()
-pytestmark = pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
-
-
-def _rscript(code: str, tmp_path) -> dict[str, float]:
-    script = tmp_path / "run.R"
-    script.write_text(code)
-    res = subprocess.run(["Rscript", str(script)], capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr
-    out = {}
-    for line in res.stdout.splitlines():
-        if "=" in line:
-            k, v = line.split("=", 1)
-            out[k.strip()] = float(v)
-    return out
+pytestmark = pytest.mark.r_packages("lme4", "clubSandwich")
 
 
 def _data(seed: int, n_clusters: int = 40, size: int = 30, icc: float = 0.2) -> pd.DataFrame:
@@ -72,12 +44,12 @@ cat("loglik=", sprintf("%.10f", as.numeric(logLik(f))), "\\n", sep = "")
 
 
 @pytest.mark.parametrize(("seed", "nagq"), [(1, 1), (2, 1), (3, 9)])
-def test_random_intercept_matches_glmer(tmp_path, seed: int, nagq: int) -> None:
+def test_random_intercept_matches_glmer(rscript, tmp_path, seed: int, nagq: int) -> None:
     """Fixed effects, random-effect SD and log-likelihood agree with lme4 (Laplace; AGHQ with 9 nodes)."""
     d = _data(seed)
     csv = tmp_path / "d.csv"
     d[["R", "x", "x2", "cluster"]].to_csv(csv, index=False)
-    r = _rscript(_GLMER.format(csv=csv, nagq=nagq), tmp_path)
+    r = rscript(_GLMER.format(csv=csv, nagq=nagq))
     fit = propensity_fit(d["R"], d[["x", "x2"]], d["cluster"], kind="random",
                          method="laplace" if nagq == 1 else "aghq", n_quad=nagq)
     ours = fit.params
@@ -101,7 +73,7 @@ cat("est=", sprintf("%.12f", coef(f)[1]), "\\n", sep = "")
 
 
 @pytest.mark.parametrize("weighted", [False, True])
-def test_cr2_matches_clubsandwich(tmp_path, weighted: bool) -> None:
+def test_cr2_matches_clubsandwich(rscript, tmp_path, weighted: bool) -> None:
     """CR1 and CR2 SEs of the (Hájek-weighted) mean agree with clubSandwich::vcovCR on lm(y ~ 1, weights)."""
     d = _data(7, n_clusters=12, size=25, icc=0.15)
     obs = d["correct"].notna().to_numpy()
@@ -110,16 +82,12 @@ def test_cr2_matches_clubsandwich(tmp_path, weighted: bool) -> None:
     sub = pd.DataFrame({"y": d["correct"][obs].to_numpy(), "w": w, "cluster": d["cluster"][obs].to_numpy()})
     csv = tmp_path / "c.csv"
     sub.to_csv(csv, index=False)
-    r = _rscript(_CLUB.format(csv=csv), tmp_path)
+    r = rscript(_CLUB.format(csv=csv))
     for kind in ("CR1", "CR2"):
         e = mean_estimate(sub["y"], sub["cluster"], weights=w, se=kind)
         np.testing.assert_allclose(e.estimate, r["est"], rtol=1e-9)
-        # Known variant difference for *weighted* CR2: clubSandwich (inverse-variance weights) uses
-        # A_g = D_g' B_g^{-1/2} D_g with D_g = diag(w_g)^{-1/2}, while evalkit scales U_g by
-        # (1 - W_g/W)^{-1/2} (CR2 of the sqrt(w)-transformed OLS). They coincide for equal weights
-        # and differ by a few tenths of a percent otherwise.
-        tol = 1e-6 if (kind == "CR1" or not weighted) else 1e-2
-        np.testing.assert_allclose(e.se, r[kind], rtol=tol)
+        # weighted CR2 is clubSandwich's default working model for weighted lm (weights_kind="sampling")
+        np.testing.assert_allclose(e.se, r[kind], rtol=1e-8)
 
 
 _GLMER_NS = """
@@ -158,13 +126,13 @@ def _few_nonresponses(seed: int, *, sd_u: float | None = None) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("nagq", [5, 10])
-def test_aghq_few_nonresponses_matches_glmer(tmp_path, nagq: int) -> None:
+def test_aghq_few_nonresponses_matches_glmer(rscript, tmp_path, nagq: int) -> None:
     """5 non-responses in 1,700 items (near-separation, cluster SD about 2): AGHQ agrees with glmer(nAGQ)."""
     d = _few_nonresponses(900, sd_u=1.5)
     assert (d["R"] == 0).sum() == 5
     csv = tmp_path / "d.csv"
     d.to_csv(csv, index=False)
-    r = _rscript(_GLMER_NS.format(csv=csv, nagq=nagq), tmp_path)
+    r = rscript(_GLMER_NS.format(csv=csv, nagq=nagq))
     fit = propensity_fit(d["R"], d[["x1", "x2"]], d["cluster"], kind="random", method="aghq", n_quad=nagq)
     assert fit.converged and not fit.separated
     # lme4 places the AGHQ nodes at PIRLS modes found to a looser tolerance, which moves its
@@ -176,20 +144,20 @@ def test_aghq_few_nonresponses_matches_glmer(tmp_path, nagq: int) -> None:
 
 
 @pytest.mark.parametrize("nagq", [5, 10])
-def test_aghq_large_cluster_sd_at_least_as_good_as_glmer(tmp_path, nagq: int) -> None:
+def test_aghq_large_cluster_sd_at_least_as_good_as_glmer(rscript, tmp_path, nagq: int) -> None:
     """8 non-responses in 1,700 items, cluster SD about 10: the AGHQ likelihood has several local maxima.
     evalkit must reach at least glmer's maximum (here it finds a higher one) and say it converged."""
     d = _few_nonresponses(3131)
     assert (d["R"] == 0).sum() == 8
     csv = tmp_path / "d.csv"
     d.to_csv(csv, index=False)
-    r = _rscript(_GLMER_NS.format(csv=csv, nagq=nagq), tmp_path)
+    r = rscript(_GLMER_NS.format(csv=csv, nagq=nagq))
     fit = propensity_fit(d["R"], d[["x1", "x2"]], d["cluster"], kind="random", method="aghq", n_quad=nagq)
     assert fit.converged
     assert fit.loglik >= r["loglik"] - 1e-4
 
 
-def test_aghq_separated_case_at_least_as_good_as_glmer(tmp_path) -> None:
+def test_aghq_separated_case_at_least_as_good_as_glmer(rscript, tmp_path) -> None:
     """4 non-responses in 1,700 items separated by x1: the old AGHQ(10) stopped 0.067 short of glmer and said
     converged. Now it is at least as good as glmer(nAGQ = 10) and says 'separation'."""
     from test_missing import near_separated
@@ -197,8 +165,64 @@ def test_aghq_separated_case_at_least_as_good_as_glmer(tmp_path) -> None:
     d = near_separated()
     csv = tmp_path / "d.csv"
     d.to_csv(csv, index=False)
-    r = _rscript(_GLMER_NS.format(csv=csv, nagq=10), tmp_path)
+    r = rscript(_GLMER_NS.format(csv=csv, nagq=10))
     with pytest.warns(Warning, match="separation"):
         fit = propensity_fit(d["R"], d[["x1", "x2"]], d["cluster"], kind="random", method="aghq", n_quad=10)
     assert fit.loglik >= r["loglik"] - 1e-4
     assert fit.separated
+
+
+_COMPARE = """
+suppressMessages(library(clubSandwich))
+d <- read.csv("{csv}")
+out <- function(k, v) cat(k, "=", sprintf("%.17g", v), "\\n", sep = "")
+# both models' observed outcomes stacked; the coefficient of is_a is theta_a - theta_b
+fit <- lm(y ~ is_a, data = d, weights = w)
+out("est", coef(fit)[2])
+for (t in c("CR0", "CR1")) out(t, sqrt(vcovCR(fit, cluster = d$cluster, type = t)[2, 2]))
+v <- vcovCR(fit, cluster = d$cluster, type = "CR2")
+out("CR2", sqrt(v[2, 2]))
+out("df", coef_test(fit, vcov = v, test = "Satterthwaite")$df_Satt[2])
+"""
+
+
+def _compare_design(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Two models on 14 unequal clusters (one large), each with its own missingness and propensities;
+    model B has no respondent in cluster 3."""
+    rng = np.random.default_rng(seed)
+    sizes = np.array([120, 3, 40, 7, 1, 25, 60, 2, 15, 9, 4, 33, 1, 18])
+    g = np.repeat(np.arange(sizes.size), sizes)
+    u = rng.normal(0, 0.9, sizes.size)[g]
+    ya = (rng.random(g.size) < 1 / (1 + np.exp(-(0.6 + u)))).astype(float)
+    yb = np.where(rng.random(g.size) < 0.3, 1 - ya, ya)
+    p_a = rng.uniform(0.2, 0.95, g.size)
+    p_b = rng.uniform(0.3, 0.9, g.size)
+    ya[rng.random(g.size) > p_a] = np.nan
+    yb[rng.random(g.size) > p_b] = np.nan
+    yb[g == 3] = np.nan
+    return ya, yb, p_a, p_b, g, sizes
+
+
+def test_ipw_compare_cr2_satterthwaite_matches_clubsandwich(rscript, tmp_path) -> None:
+    """ipw_compare's CR0/CR1/CR2 SEs and CR2 Satterthwaite df equal clubSandwich's for the stacked weighted
+    regression ``lm(y ~ is_a, weights = 1/p)`` clustered by the items' clusters (unequal clusters, different
+    respondents and weights per model, a cluster where one model has no respondent)."""
+    ya, yb, p_a, p_b, g, _ = _compare_design(5)
+    labels = np.array([f"c{j:02d}" for j in g])
+    rows = []
+    for is_a, y, p in ((1, ya, p_a), (0, yb, p_b)):
+        obs = ~np.isnan(y)
+        rows.append(pd.DataFrame({"y": y[obs], "is_a": is_a, "w": 1 / p[obs], "cluster": labels[obs]}))
+    csv = tmp_path / "cmp.csv"
+    pd.concat(rows).to_csv(csv, index=False)
+    r = rscript(_COMPARE.format(csv=csv))
+    for kind in ("CR0", "CR1", "CR2"):
+        e = ipw_compare(ya, yb, labels, p_a=p_a, p_b=p_b, se=kind)
+        np.testing.assert_allclose(e.estimate, r["est"], rtol=1e-12)
+        np.testing.assert_allclose(e.se, r[kind], rtol=1e-10)
+        if kind == "CR2":
+            np.testing.assert_allclose(e.df, r["df"], rtol=1e-10)
+        else:
+            assert e.df == len(set(labels)) - 1
+    # the design is unbalanced enough that Satterthwaite's df is well below M - 1
+    assert r["df"] < 0.8 * (len(set(labels)) - 1)

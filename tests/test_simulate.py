@@ -7,6 +7,7 @@ import pytest
 
 from evalkit.clustered import icc_anova
 from evalkit.simulate import (
+    MECHANISMS,
     simulate_calibrate,
     simulate_cluster_sizes,
     simulate_clustered,
@@ -44,8 +45,9 @@ def test_same_seed_same_data():
     assert a.equals(b)
 
 
-@pytest.mark.parametrize("mechanism", ["mcar", "mar", "mnar_cluster", "mnar_item"])
+@pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_missingness_hits_the_response_rate(mechanism):
+    """Every current mechanism; the deprecated name "mnar_cluster" is tested in test_missing.py."""
     d = simulate_clustered(n_clusters=30, cluster_size=30, mean=0.4, icc=0.2, rng=1, beta_x=1.0)
     m = simulate_missing(d, mechanism=mechanism, response_rate=0.8, strength=1.0, rng=2)
     assert m["p_respond"].mean() == pytest.approx(0.8, abs=1e-8)
