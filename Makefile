@@ -69,14 +69,14 @@ report: $(STAMP) ## the same as make all
 	@if [ -z "$(NOTEBOOKS)" ]; then echo "make report: no notebooks/*.ipynb to run" >&2; exit 1; fi
 	rm -rf build/html build/report
 	mkdir -p build/html $(REPORT_ROWS)
-	@# A notebook is tried twice: nbconvert was seen to wait forever, with the kernel idle, on a cell that
-	@# displays a widget (intermittent, with ipykernel 7.4 and 6.31; nbval runs are not affected).
+	@# scripts/execute_notebook.py is `jupyter nbconvert --to html --execute` whose waits for the kernel are
+	@# loops of 1-second polls: a single long wait was seen to miss the kernel's reply on widget cells and sit
+	@# out the whole cell timeout (nbclient issue 312). A notebook that still fails is tried once more.
 	@for nb in $(NOTEBOOKS); do \
-	  echo "== executing $$nb"; ok=0; \
+	  ok=0; \
 	  for attempt in 1 2; do \
-	    if env -u MPLBACKEND EVALKIT_REPORT_DIR=$(REPORT_ROWS) $(PY) -m jupyter nbconvert --to html --execute \
-	      --ExecutePreprocessor.timeout=$(CELL_TIMEOUT) --ExecutePreprocessor.kernel_name=python3 \
-	      --output-dir build/html "$$nb"; then ok=1; break; fi; \
+	    if env -u MPLBACKEND EVALKIT_REPORT_DIR=$(REPORT_ROWS) $(PY) scripts/execute_notebook.py \
+	      --timeout $(CELL_TIMEOUT) --output-dir build/html "$$nb"; then ok=1; break; fi; \
 	    echo "make all: $$nb failed on attempt $$attempt" >&2; \
 	  done; \
 	  [ $$ok = 1 ] || exit 1; \

@@ -52,7 +52,8 @@ warnings.filterwarnings("ignore", category=RuntimeWarning, module="girth")
 
 PEER_MAX_CELLS = {"mirt": 4.1e7, "girth_jml": 1.0e5}
 """Largest matrices (models x items) the peers are run on; beyond, the row says "skipped"
-(measured on 2 shared cores: mirt 21 s at 500 x 2,000, girth JML 47 s at 200 x 1,000)."""
+(measured on 2 shared cores: mirt between 1.5 s and 21 s at 500 x 2,000 across runs, girth JML 47 s at
+200 x 1,000)."""
 
 RIDGE_REAL = 0.1
 """Ridge of the extra cBMM / L-BFGS-B rows on the real MMLU-Pro official matrix (31 models, where

@@ -280,3 +280,42 @@ def test_a_fresh_clone_needs_nothing_beside_it() -> None:
     for doc in ("README.md", "CONTRIBUTING.md", "data/README.md"):
         text = (ROOT / doc).read_text(encoding="utf-8")
         assert not re.search(r"papers/\d{3}|METHODS\.md|\.\./shared", text), f"{doc} points at files users do not have"
+
+
+def test_make_all_notebook_runner_polls_and_writes_html(tmp_path: pathlib.Path) -> None:
+    """Intent: scripts/execute_notebook.py (make all's runner) executes a notebook with a widget in
+    the notebook's folder, writes the HTML with outputs and widget state, and its shell and iopub
+    waits are the polling ones; a failing notebook gives exit status 1."""
+    import importlib.util
+
+    import nbformat
+
+    spec = importlib.util.spec_from_file_location("execute_notebook", ROOT / "scripts" / "execute_notebook.py")
+    assert spec is not None and spec.loader is not None
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+
+    seen: list[str] = []
+
+    class Recording(runner.PollingClient):  # type: ignore[name-defined,misc]
+        async def async_start_new_kernel_client(self):  # type: ignore[no-untyped-def]
+            kc = await super().async_start_new_kernel_client()
+            seen.extend(ch.get_msg.__name__ for ch in (kc.shell_channel, kc.iopub_channel))
+            return kc
+
+    runner.PollingClient = Recording
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import os\nprint('cwd', os.path.basename(os.getcwd()))"),
+        nbformat.v4.new_code_cell("import ipywidgets\nipywidgets.IntSlider(value=3)"),
+    ])
+    folder = tmp_path / "nbdir"
+    folder.mkdir()
+    nbformat.write(nb, folder / "tiny.ipynb")
+    out = tmp_path / "html"
+    assert runner.main(["--output-dir", str(out), "--timeout", "120", str(folder / "tiny.ipynb")]) == 0
+    html = (out / "tiny.html").read_text(encoding="utf-8")
+    assert "cwd nbdir" in html
+    assert "application/vnd.jupyter.widget-state+json" in html
+    assert seen == ["get_msg_polling", "get_msg_polling"]
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 / 0")]), folder / "bad.ipynb")
+    assert runner.main(["--output-dir", str(out), str(folder / "bad.ipynb")]) == 1
