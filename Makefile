@@ -37,6 +37,12 @@ CELL_TIMEOUT ?= 600
 # and notebook is seeded, so the results do not depend on how the files are split between workers.
 # `make test PYTEST_ARGS=` runs it in one process.
 PYTEST_ARGS ?= -n 2 --dist loadfile
+# One BLAS thread per process under `make test`: two pytest workers (and the notebook kernels they
+# start) on 2 cores, each with OpenBLAS's default of one thread per core, oversubscribe the machine,
+# and OpenBLAS's waiting threads then slow everything down (the factor-model CV of notebook 06 took
+# 58 s with 2 threads and 16.5 s with 1 while another process used the other core). The results do
+# not change (the same objective to every printed digit). `make test BLAS_THREADS=2` restores it.
+BLAS_THREADS ?= 1
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 REPORT_ROWS := $(CURDIR)/build/report/rows
 
@@ -61,7 +67,8 @@ $(STAMP): pyproject.toml | $(PY)
 test: $(STAMP) ## set up, lint (ruff), type-check (mypy), run every test: tests/ and every notebook (nbval)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	@rc=0; env -u MPLBACKEND $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
+	@rc=0; env -u MPLBACKEND OPENBLAS_NUM_THREADS=$(BLAS_THREADS) OMP_NUM_THREADS=$(BLAS_THREADS) \
+	  MKL_NUM_THREADS=$(BLAS_THREADS) $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests (exit 5); that is a failure" >&2; fi; \
 	exit $$rc
 

@@ -181,18 +181,35 @@ def active_factor_map(Z: npt.ArrayLike, factors: ActiveFactors, *, max_iter: int
     P_inv = np.linalg.inv(factors.prior_cov)
     mu = factors.prior_mean
     out = np.empty((Za.shape[0], factors.rank))
+    def objective(u: np.ndarray, z: np.ndarray, m: np.ndarray) -> np.ndarray:
+        eta = u @ V.T + b
+        nll = ((np.logaddexp(0.0, eta) - z * eta) * m).sum(axis=1)
+        d = u - mu
+        return nll + 0.5 * np.einsum("ck,kl,cl->c", d, P_inv, d)
+
     for lo in range(0, Za.shape[0], chunk):
         z = np.nan_to_num(Za[lo:lo + chunk])
         m = obs[lo:lo + chunk].astype(float)
         u = np.tile(mu, (len(z), 1))
+        f = objective(u, z, m)
         for _ in range(max_iter):
             p = _sigmoid(u @ V.T + b)
             g = ((p - z) * m) @ V + (u - mu) @ P_inv
             w = p * (1 - p) * m
             H = np.einsum("cj,jk,jl->ckl", w, V, V, optimize=True) + P_inv
             step = np.linalg.solve(H, g[:, :, None])[:, :, 0]
-            u = u - step
-            if np.abs(step).max() < tol:
+            # damped Newton: halve each model's step until its objective does not increase (a full
+            # Newton step from the prior mean can overshoot where the logistic loss is nearly flat)
+            scale = np.ones(len(z))
+            for _ in range(40):
+                f_new = objective(u - scale[:, None] * step, z, m)
+                worse = f_new > f + 1e-12 * np.abs(f)
+                if not worse.any():
+                    break
+                scale[worse] *= 0.5
+            u = u - scale[:, None] * step
+            f = objective(u, z, m)
+            if np.abs(scale[:, None] * step).max() < tol:
                 break
         out[lo:lo + chunk] = u
     return out

@@ -3,6 +3,10 @@
 Usage::
 
     python scripts/execute_notebook.py --output-dir build/html --timeout 600 notebooks/00-*.ipynb ...
+    python scripts/execute_notebook.py --inplace notebooks/06-active-evaluation.ipynb   # refresh outputs
+
+``--inplace`` writes the executed notebook back (how the committed outputs are refreshed) and
+prints each cell's wall time.
 
 This is ``jupyter nbconvert --to html --execute`` with one change. nbclient waits for a cell's
 reply on the kernel's shell channel (and for its outputs on the iopub channel) with a single
@@ -24,6 +28,7 @@ import argparse
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from pathlib import Path
 from queue import Empty
 from typing import Any
@@ -61,30 +66,57 @@ class PollingClient(NotebookClient):
         return kc
 
 
-def execute_to_html(path: Path, output_dir: Path, timeout: int) -> Path:
-    """Execute ``path`` in its own folder and write ``output_dir/<name>.html``; return that path."""
+def execute(path: Path, timeout: int) -> nbformat.NotebookNode:
+    """Execute the notebook at ``path`` in its own folder and return it with its outputs."""
     nb = nbformat.read(path, as_version=4)
     client = PollingClient(nb, timeout=timeout, kernel_name="python3",
                            resources={"metadata": {"path": str(path.parent.resolve())}})
     client.execute()
-    body, _ = HTMLExporter().from_notebook_node(nb)
+    return nb
+
+
+def execute_to_html(path: Path, output_dir: Path, timeout: int) -> Path:
+    """Execute ``path`` in its own folder and write ``output_dir/<name>.html``; return that path."""
+    body, _ = HTMLExporter().from_notebook_node(execute(path, timeout))
     out = output_dir / f"{path.stem}.html"
     out.write_text(body, encoding="utf-8")
     return out
 
 
+def _cell_seconds(nb: nbformat.NotebookNode) -> list[tuple[int, float]]:
+    times = []
+    for i, cell in enumerate(nb.cells):
+        ex = cell.get("metadata", {}).get("execution", {})
+        if "iopub.execute_input" in ex and "shell.execute_reply" in ex:
+            start = datetime.fromisoformat(ex["iopub.execute_input"].replace("Z", "+00:00"))
+            end = datetime.fromisoformat(ex["shell.execute_reply"].replace("Z", "+00:00"))
+            times.append((i, (end - start).total_seconds()))
+    return times
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("notebooks", nargs="+", type=Path)
-    ap.add_argument("--output-dir", type=Path, required=True)
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--output-dir", type=Path, help="write <name>.html here")
+    where.add_argument("--inplace", action="store_true", help="write the executed notebook back")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per cell")
     args = ap.parse_args(argv)
-    args.output_dir.mkdir(parents=True, exist_ok=True)
+    if args.output_dir is not None:
+        args.output_dir.mkdir(parents=True, exist_ok=True)
     for nb in args.notebooks:
         t0 = time.perf_counter()
         print(f"== executing {nb}", flush=True)
         try:
-            out = execute_to_html(nb, args.output_dir, args.timeout)
+            if args.inplace:
+                done = execute(nb, args.timeout)
+                for i, sec in _cell_seconds(done):
+                    done.cells[i].metadata.pop("execution", None)  # timings vary: not committed
+                    print(f"   cell {i:3d}: {sec:7.1f} s", flush=True)
+                nbformat.write(done, nb)
+                out = nb
+            else:
+                out = execute_to_html(nb, args.output_dir, args.timeout)
         except Exception as exc:  # report which notebook failed and how, then stop
             print(f"execute_notebook: {nb} failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
             return 1
