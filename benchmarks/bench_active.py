@@ -29,8 +29,7 @@ maximum resident set size.
 
 Prints a table and, last, one JSON line with one record per (budget, method): ``budget``
 (fraction), ``method``, ``ess`` (pooled), ``ess_width`` (the released code's definition),
-``ess_ceiling`` (the generator's probabilities known), ``ess_ceiling_model`` (the model's factor
-known within the refit factor model), ``coverage``, ``coverage_mcse``, ``seconds`` and more.
+``ess_ceiling`` (the generator's probabilities known), ``coverage``, ``coverage_mcse``, ``seconds`` and more.
 """
 
 from __future__ import annotations
@@ -70,7 +69,7 @@ def _log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 COLUMNS = ["budget", "n_b", "method", "n_models", "ess", "ess_low", "ess_high", "ess_width", "ess_per_model",
-           "ess_ceiling", "ess_ceiling_model", "coverage", "coverage_mcse", "width", "bias", "seconds"]
+           "ess_ceiling", "coverage", "coverage_mcse", "width", "bias", "seconds"]
 
 
 def _peak_mb() -> float:

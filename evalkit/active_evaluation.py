@@ -45,7 +45,6 @@ __all__ = [
     "active_tune",
     "active_evaluate",
     "active_ceiling",
-    "active_factor_map",
     "SPARSITY",
     "ActiveData",
     "ActiveStudy",
@@ -147,77 +146,8 @@ def active_ceiling(P: npt.ArrayLike, Z: npt.ArrayLike, budget: int) -> pd.Series
     return pd.Series({"ess_pooled": float(var_u.sum() / var_m.sum()), "ess_mean": float(np.mean(var_u / var_m))})
 
 
-def active_factor_map(Z: npt.ArrayLike, factors: ActiveFactors, *, max_iter: int = 50, tol: float = 1e-8,
-                      chunk: int = 64) -> np.ndarray:
-    """Each model's factor given its whole row: the MAP of ``u`` under the prior, by Newton's method.
-
-    Within a fitted factor model, "the new model's factor known before the first query" means this:
-    the item factors ``V, b`` are the refit ones, and ``u`` is what the model's outcomes on every
-    item say about it (posterior mode under the prior ``N(mean(U), cov(U))``). The predictions
-    ``factors.predict(active_factor_map(Z, factors))``, passed to :func:`active_ceiling`, give the
-    ceiling a method using this factor model could reach (``ess_ceiling_model`` of
-    :func:`active_study`). It is lower than the ceiling with the generator's probabilities, because
-    the refit item factors are themselves estimates.
-
-    Parameters
-    ----------
-    Z : (n_models, n_items) array
-        0/1 outcomes on the factor model's items (NaN: not observed, ignored).
-    factors : ActiveFactors
-    max_iter, tol : Newton iterations and the tolerance on the largest step.
-    chunk : models per batched Newton step (memory ``chunk * n_items * rank``).
-
-    Returns
-    -------
-    (n_models, rank) array
-    """
-    Za = np.atleast_2d(np.asarray(Z, dtype=float))
-    if Za.ndim != 2 or Za.shape[1] != factors.n_items:
-        raise ValueError(f"Z must be (n_models, {factors.n_items}) to match the factor model, got {Za.shape}")
-    obs = ~np.isnan(Za)
-    if not np.isin(Za[obs], (0.0, 1.0)).all():
-        raise ValueError("Z must hold 0/1 outcomes (NaN for unobserved entries)")
-    V, b = factors.V, factors.b
-    P_inv = np.linalg.inv(factors.prior_cov)
-    mu = factors.prior_mean
-    out = np.empty((Za.shape[0], factors.rank))
-    def objective(u: np.ndarray, z: np.ndarray, m: np.ndarray) -> np.ndarray:
-        eta = u @ V.T + b
-        nll = ((np.logaddexp(0.0, eta) - z * eta) * m).sum(axis=1)
-        d = u - mu
-        return nll + 0.5 * np.einsum("ck,kl,cl->c", d, P_inv, d)
-
-    for lo in range(0, Za.shape[0], chunk):
-        z = np.nan_to_num(Za[lo:lo + chunk])
-        m = obs[lo:lo + chunk].astype(float)
-        u = np.tile(mu, (len(z), 1))
-        f = objective(u, z, m)
-        for _ in range(max_iter):
-            p = _sigmoid(u @ V.T + b)
-            g = ((p - z) * m) @ V + (u - mu) @ P_inv
-            w = p * (1 - p) * m
-            H = np.einsum("cj,jk,jl->ckl", w, V, V, optimize=True) + P_inv
-            step = np.linalg.solve(H, g[:, :, None])[:, :, 0]
-            # damped Newton: halve each model's step until its objective does not increase (a full
-            # Newton step from the prior mean can overshoot where the logistic loss is nearly flat)
-            scale = np.ones(len(z))
-            for _ in range(40):
-                f_new = objective(u - scale[:, None] * step, z, m)
-                worse = f_new > f + 1e-12 * np.abs(f)
-                if not worse.any():
-                    break
-                scale[worse] *= 0.5
-            u = u - scale[:, None] * step
-            f = objective(u, z, m)
-            if np.abs(scale[:, None] * step).max() < tol:
-                break
-        out[lo:lo + chunk] = u
-    return out
-
-
 def active_evaluate(results: Sequence[ActiveResult], *, n_boot: int = 500, seed: int = 0,
-                    ceiling: Mapping[int, float] | None = None,
-                    ceiling_model: Mapping[int, float] | None = None) -> pd.DataFrame:
+                    ceiling: Mapping[int, float] | None = None) -> pd.DataFrame:
     """Score runs against the truth: ESS (three definitions), coverage with MCSE, width, bias.
 
     ESS multipliers (larger is better; uniform sampling scores 1 on the first two in
@@ -240,9 +170,6 @@ def active_evaluate(results: Sequence[ActiveResult], *, n_boot: int = 500, seed:
     seed : int
     ceiling : mapping budget -> float, optional
         Ceiling ESS per budget (:func:`active_ceiling`), shown as ``ess_ceiling``.
-    ceiling_model : mapping budget -> float, optional
-        The ceiling within the fitted factor model (:func:`active_factor_map`), shown as
-        ``ess_ceiling_model``.
 
     Returns
     -------
@@ -272,7 +199,6 @@ def active_evaluate(results: Sequence[ActiveResult], *, n_boot: int = 500, seed:
             "ess_low": float(np.quantile(ess_b, 0.025)), "ess_high": float(np.quantile(ess_b, 0.975)),
             "ess_width": (uw / width) ** 2 if width > 0 else np.nan, "ess_per_model": per_model,
             "ess_ceiling": np.nan if ceiling is None else float(ceiling.get(r.budget, np.nan)),
-            "ess_ceiling_model": np.nan if ceiling_model is None else float(ceiling_model.get(r.budget, np.nan)),
             "coverage": float(summ["coverage"]), "coverage_mcse": float(summ["coverage_mcse"]),
             "width": width, "bias": float(summ["bias"]), "bias_mcse": float(summ["bias_mcse"]),
             "rmse": float(summ["rmse"]), "n_models": n_m, "n_trials": r.estimate.shape[1],
@@ -471,17 +397,15 @@ def active_study(data: ActiveData, *, budgets: Sequence[float], methods: Sequenc
     else:
         prm, tuning = params, pd.DataFrame()
     results = []
-    ceiling, ceiling_model = {}, {}
-    P_model = np.clip(fac.predict(active_factor_map(data.Z_test, fac)), 1e-12, 1 - 1e-12)
+    ceiling = {}
     run_seeds = s_run.spawn(len(budgets))
     for f, s_b in zip(budgets, run_seeds, strict=True):
         nb = n_of[f]
         ceiling[nb] = float(active_ceiling(data.P_test, data.Z_test, nb)["ess_pooled"])
-        ceiling_model[nb] = float(active_ceiling(P_model, data.Z_test, nb)["ess_pooled"])
         for m in methods:
             # the same seed for every method at a budget: uniform-family methods share their sample
             results.append(active_run(data.Z_test, fac, nb, method=m, params=prm, n_trials=n_trials, seed=s_b))
-    table = active_evaluate(results, ceiling=ceiling, ceiling_model=ceiling_model, seed=seed)
+    table = active_evaluate(results, ceiling=ceiling, seed=seed)
     table.insert(1, "fraction", table["budget"] / N)
     return ActiveStudy(factors=fac, params=prm, tuning=tuning, results=results, table=table)
 

@@ -23,7 +23,6 @@ from evalkit.active import (
     active_evaluate,
     active_factor_cv,
     active_factor_fit,
-    active_factor_map,
     active_run,
     active_sampling_trace,
     active_tune,
@@ -215,36 +214,6 @@ def test_ceiling_large_when_the_model_is_sharp():
     P = np.where(rng.random((3, 300)) < 0.5, 0.02, 0.98)
     Z = (rng.random(P.shape) < P).astype(float)
     assert active_ceiling(P, Z, 30)["ess_pooled"] > 3
-
-
-def test_factor_map_recovers_known_factors_within_posterior_error():
-    """Intent: with the item factors known, the MAP of each model's factor from its whole row is the
-    posterior mode (gradient zero) and lies within 4 posterior SDs of the generating factor."""
-    rng = np.random.default_rng(11)
-    n_items, k, n_models = 3000, RANK, 12
-    V = rng.normal(0, 0.8, (n_items, k))
-    b = rng.normal(0, 1, n_items)
-    U_hist = rng.normal(0, 1, (200, k))
-    mu, S = U_hist.mean(axis=0), np.cov(U_hist, rowvar=False)
-    fac = ActiveFactors(V=V, b=b, U=U_hist, prior_mean=mu, prior_cov=S, rank=k, weight_decay=1.0,
-                        objective=np.nan, converged=True)
-    u_true = rng.normal(0, 1, (n_models, k))
-    Z = (rng.random((n_models, n_items)) < 1 / (1 + np.exp(-(u_true @ V.T + b)))).astype(float)
-    Z[0, :500] = np.nan  # unobserved entries are ignored
-    u_hat = active_factor_map(Z, fac)
-    S_inv = np.linalg.inv(S)
-    for m in range(n_models):
-        obs = ~np.isnan(Z[m])
-        p = 1 / (1 + np.exp(-(V[obs] @ u_hat[m] + b[obs])))
-        grad = V[obs].T @ (p - Z[m, obs]) + S_inv @ (u_hat[m] - mu)
-        assert np.abs(grad).max() < 1e-6
-        H = (V[obs] * (p * (1 - p))[:, None]).T @ V[obs] + S_inv
-        sd = np.sqrt(np.diag(np.linalg.inv(H)))
-        assert (np.abs(u_hat[m] - u_true[m]) < 4 * sd).all(), (m, u_hat[m], u_true[m], sd)
-    with pytest.raises(ValueError, match="match the factor model"):
-        active_factor_map(Z[:, :10], fac)
-    with pytest.raises(ValueError, match="0/1"):
-        active_factor_map(np.full((1, n_items), 0.5), fac)
 
 
 def test_same_seed_same_result_and_batch_independence(world):
