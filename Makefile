@@ -37,11 +37,13 @@ CELL_TIMEOUT ?= 600
 # and notebook is seeded, so the results do not depend on how the files are split between workers.
 # `make test PYTEST_ARGS=` runs it in one process.
 PYTEST_ARGS ?= -n 2 --dist loadfile
-# One BLAS thread per process under `make test`: two pytest workers (and the notebook kernels they
-# start) on 2 cores, each with OpenBLAS's default of one thread per core, oversubscribe the machine,
-# and OpenBLAS's waiting threads then slow everything down (the factor-model CV of notebook 06 took
-# 58 s with 2 threads and 16.5 s with 1 while another process used the other core). The results do
-# not change (the same objective to every printed digit). `make test BLAS_THREADS=2` restores it.
+# One BLAS thread per process under `make test` and `make all`. Two pytest workers (and the notebook
+# kernels they start) on 2 cores, each with OpenBLAS's default of one thread per core, oversubscribe
+# the machine, and OpenBLAS's waiting threads then slow everything down (the factor-model CV of
+# notebook 06 took 58 s with 2 threads and 16.5 s with 1 while another process used the other core).
+# It also makes the numbers independent of the machine: a sum split over a different number of
+# threads can differ in its last digits, and a long fit (notebook 06's L-BFGS factor model) or a
+# choice between near-equal options can amplify that. `make test BLAS_THREADS=2` lifts it.
 BLAS_THREADS ?= 1
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 REPORT_ROWS := $(CURDIR)/build/report/rows
@@ -82,7 +84,8 @@ report: $(STAMP) ## the same as make all
 	@for nb in $(NOTEBOOKS); do \
 	  ok=0; \
 	  for attempt in 1 2; do \
-	    if env -u MPLBACKEND EVALKIT_REPORT_DIR=$(REPORT_ROWS) $(PY) scripts/execute_notebook.py \
+	    if env -u MPLBACKEND OPENBLAS_NUM_THREADS=$(BLAS_THREADS) OMP_NUM_THREADS=$(BLAS_THREADS) \
+	      MKL_NUM_THREADS=$(BLAS_THREADS) EVALKIT_REPORT_DIR=$(REPORT_ROWS) $(PY) scripts/execute_notebook.py \
 	      --timeout $(CELL_TIMEOUT) --output-dir build/html "$$nb"; then ok=1; break; fi; \
 	    echo "make all: $$nb failed on attempt $$attempt" >&2; \
 	  done; \

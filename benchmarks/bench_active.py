@@ -16,10 +16,11 @@ hyper-parameters are tuned on the validation models only. Every method then runs
 ``--test-models`` test models as one stacked computation (one trial each at 5%), and on
 ``--large-models`` of them at 12.5% and 25%.
 
-Measured on 2 shared cores (notebook 06 quotes both)::
+Measured on 2 shared cores (notebook 06 quotes them)::
 
-    python benchmarks/bench_active.py --rank 32 --large-models 0                    # load 3-5
-    python benchmarks/bench_active.py --rank 32 --test-models 300 --large-models 0  # load 13-19
+    python benchmarks/bench_active.py --rank 32 --large-models 300   # 22 min, one BLAS thread, load 2-4
+    python benchmarks/bench_active.py --part ablation                 # 10 min
+    python benchmarks/bench_active.py --part loo                      # 23 min (21 on MMLU-Pro official)
 
 Timing: wall seconds per (budget, method) and a straightforward per-model loop on a few models
 (the same code called one model at a time), whose per-model time times the number of test models
