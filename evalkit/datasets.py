@@ -303,8 +303,8 @@ _SPECS += (
         folder="embeddings",
         files={
             "mmlu_pro_official.npz": "9ebc67eaa107c636932b8ced05a288390acdcd20fa0a9a9073cba9bdf5e4fe3e",
-            "alpaca_eval.npz": "27103a87988780f389e617de07287f599432e0f25715ff20caa133ae220e37f6",
-            "chembench.npz": "d89459463ca7b5d2cdf01aca4d65694f960d7677ebfda33abaee204ce0a9bafe",
+            "alpaca_eval.npz": "b73f1fc533b508f939bc5e19d7bb6a1eea1c1167b35d9f3f3047c4f4730bcfec",
+            "chembench.npz": "d74588f3617199d97c7b532fdf056d4b3bdf0ef1004f7400e36b2534a9eea51d",
         },
         licence="derived by evalkit from Apache-2.0 (MMLU-Pro, AlpacaEval) and MIT (ChemBench) item texts",
         source="evalkit: scripts/build_embeddings.py",

@@ -159,7 +159,8 @@ def ecc_embed_texts(
     Returns
     -------
     X : (n, dim) float64 array
-        Unit rows (a text with no kept term gets a zero row).
+        Unit rows (a text with no kept term, or whose projection is zero up to round-off, gets a
+        zero row).
     singular_values : (dim,) float64 array
         In decreasing order.
 
@@ -197,7 +198,11 @@ def ecc_embed_texts(
     sign = np.sign(Vt[np.arange(dim), np.argmax(np.abs(Vt), axis=1)])
     X = U * (s * sign)
     norms = np.linalg.norm(X, axis=1, keepdims=True)
-    X = np.divide(X, norms, out=np.zeros_like(X), where=norms > 0)
+    # A text with no kept term, or none in the leading directions, projects to zero up to the
+    # solver's round-off (norms near 1e-16): it gets a zero row, not a unit vector of round-off,
+    # which would change from one scipy/ARPACK build to the next.
+    keep = norms > 1e-10 * max(float(norms.max()), np.finfo(float).tiny)
+    X = np.divide(X, norms, out=np.zeros_like(X), where=keep)
     return X, s
 
 
