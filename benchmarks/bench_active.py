@@ -50,14 +50,8 @@ import numpy as np
 import pandas as pd
 
 from evalkit import EvalkitWarning
-from evalkit.active import (
-    SPARSITY,
-    ActiveParams,
-    active_factor_fit,
-    active_run,
-    active_semisynthetic,
-    active_study,
-)
+from evalkit.active import ActiveParams, active_factor_fit, active_run
+from evalkit.active_evaluation import SPARSITY, active_semisynthetic, active_study
 
 warnings.filterwarnings("ignore", category=EvalkitWarning)
 
@@ -164,7 +158,7 @@ def part_ablation(quick: bool, seed: int) -> tuple[pd.DataFrame, dict[str, Any]]
 
 def part_loo(seed: int) -> tuple[pd.DataFrame, dict[str, Any]]:
     from evalkit import dataset_matrix
-    from evalkit.active import active_loo
+    from evalkit.active_evaluation import active_loo
 
     out = []
     for name in ("mmlu_pro_official", "livecodebench_gen", "chembench"):

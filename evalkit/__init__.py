@@ -5,28 +5,30 @@ notebooks and users import from ``evalkit`` only.
 """
 
 from ._checks import EvalkitWarning
+from .active import METHODS as ACTIVE_METHODS
 from .active import (
-    ACTIVE_COLORS,
-    ActiveData,
     ActiveFactors,
     ActiveParams,
     ActiveResult,
+    active_factor_cv,
+    active_factor_fit,
+    active_pai,
+    active_run,
+    active_sampling_trace,
+)
+from .active_evaluation import (
+    ACTIVE_COLORS,
+    ActiveData,
     ActiveStudy,
     active_ceiling,
     active_evaluate,
-    active_factor_cv,
-    active_factor_fit,
     active_loo,
-    active_pai,
     active_plot_run,
-    active_run,
-    active_sampling_trace,
     active_semisynthetic,
     active_study,
     active_tune,
 )
-from .active import METHODS as ACTIVE_METHODS
-from .active import SPARSITY as ACTIVE_SPARSITY
+from .active_evaluation import SPARSITY as ACTIVE_SPARSITY
 from .bt import BTFit, bt_encode, bt_fit, bt_pairs_from_matrix, bt_pairs_sample, bt_simulate
 from .clustered import (
     COVERAGE_ESTIMATORS,

@@ -22,8 +22,8 @@ undercoverage), and one labelled evalkit extension (``faq_weighted``).
 
 The evaluation layer is in :mod:`evalkit.active_evaluation` (tuning, the three ESS definitions of
 :func:`active_evaluate`, the ceiling, the semi-synthetic leaderboards, :func:`active_study`,
-:func:`active_loo` and the widget figure); its public names are re-exported here, so
-``from evalkit.active import active_study`` keeps working.
+:func:`active_loo` and the widget figure); both modules' public names are importable from
+:mod:`evalkit`.
 
 Naming: one family, ``active_<action>`` (``active_factor_fit``, ``active_run``, ...).
 """
@@ -53,18 +53,7 @@ __all__ = [
     "active_factor_cv",
     "active_run",
     "active_pai",
-    "active_tune",
-    "active_evaluate",
-    "active_ceiling",
     "active_sampling_trace",
-    "SPARSITY",
-    "ActiveData",
-    "ActiveStudy",
-    "active_semisynthetic",
-    "active_study",
-    "active_loo",
-    "active_plot_run",
-    "ACTIVE_COLORS",
 ]
 
 Method = Literal["uniform", "stratified", "ppi", "active_inference", "faq", "faq_norep", "faq_weighted"]
@@ -914,23 +903,3 @@ def active_sampling_trace(z: npt.ArrayLike, factors: ActiveFactors, budget: int,
     _, _, info = _faq_batch(arr, factors, int(budget), prm, _rngs(seed, 1, 1), replace_draws=replace,
                             weighted=False, variance="source", trace=True)
     return np.concatenate(info["q"], axis=0)
-
-
-# --------------------------------------------------------------------------------------------
-# The evaluation layer (evalkit.active_evaluation), re-exported. Imported last: active_evaluation imports
-# the definitions above. evalkit/__init__.py imports this module before active_evaluation.
-# --------------------------------------------------------------------------------------------
-
-from .active_evaluation import (  # noqa: E402
-    ACTIVE_COLORS,
-    SPARSITY,
-    ActiveData,
-    ActiveStudy,
-    active_ceiling,
-    active_evaluate,
-    active_loo,
-    active_plot_run,
-    active_semisynthetic,
-    active_study,
-    active_tune,
-)

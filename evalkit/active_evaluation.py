@@ -13,7 +13,7 @@ docs/methods/faq-active-evaluation.md):
   study behind the paper's tables; :func:`active_loo`: leave-one-model-out on a real matrix;
 * :func:`active_plot_run`: the widget's figure.
 
-Every public name here is also importable from :mod:`evalkit.active` and from :mod:`evalkit`.
+Every public name here is also importable from :mod:`evalkit`.
 """
 
 from __future__ import annotations

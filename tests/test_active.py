@@ -19,14 +19,12 @@ from evalkit.active import (
     ActiveParams,
     _laplace_step,
     _ppi_mean,
-    active_ceiling,
-    active_evaluate,
     active_factor_cv,
     active_factor_fit,
     active_run,
     active_sampling_trace,
-    active_tune,
 )
+from evalkit.active_evaluation import active_ceiling, active_evaluate, active_tune
 from evalkit.montecarlo import mc_tolerance
 
 N_ITEMS = 400
@@ -326,7 +324,7 @@ def test_plot_run_draws(world):
     import matplotlib
 
     matplotlib.use("Agg")
-    from evalkit.active import active_plot_run
+    from evalkit.active_evaluation import active_plot_run
 
     fig = active_plot_run(world["Z"][:5], world["fac"], 30, seed=0)
     assert len(fig.axes) == 2
