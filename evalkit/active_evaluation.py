@@ -526,7 +526,7 @@ def active_plot_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, pa
     """
     import matplotlib.pyplot as plt
 
-    from .plots import PALETTE
+    from .plots import PALETTE, _tight
 
     arr = _check_outcomes(Z, factors.n_items)
     method = "faq" if replace else "faq_norep"
@@ -553,6 +553,5 @@ def active_plot_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, pa
     ess = float(table["ess"].to_numpy()[1])
     cov = table["coverage"].to_numpy().astype(float)
     a2.set_title(f"n_b = {budget}: ESS {ess:.2f}x, coverage {cov[1]:.0%} (uniform {cov[0]:.0%})")
-    if fig.get_layout_engine() is None:  # plot_style() already sets constrained layout
-        fig.tight_layout()
+    _tight(fig)
     return fig

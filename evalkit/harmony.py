@@ -763,7 +763,7 @@ def harmony_explore(P: npt.ArrayLike, Y: npt.ArrayLike, *, b: float = DEFAULT_B,
     if show:
         import matplotlib.pyplot as plt
 
-        from .plots import PALETTE
+        from .plots import PALETTE, _tight
 
         fig, axes = plt.subplots(1, 2, figsize=(10.0, 3.8))
         m = np.arange(H.size)
@@ -782,8 +782,7 @@ def harmony_explore(P: npt.ArrayLike, Y: npt.ArrayLike, *, b: float = DEFAULT_B,
         axes[1].set_xlabel("model")
         axes[1].set_ylabel("accuracy shift (points)")
         axes[1].set_title(f"pruning {reb.fraction:.0%} of the items")
-        if fig.get_layout_engine() is None:  # plot_style() already sets constrained layout
-            fig.tight_layout()
+        _tight(fig)
         plt.show()
     return {"partition": part, "harmony": H, "rebalancing": reb}
 

@@ -15,7 +15,7 @@ import pandas as pd
 from .clustered import Estimate
 from .missing import Truncation, ipw_bootstrap, ipw_estimate, missing_complete_case, weights_compute
 from .missing_propensity import propensity_fit
-from .plots import PALETTE
+from .plots import PALETTE, _tight
 from .simulate import _DEPRECATED_MECHANISMS
 
 __all__ = ["STUDY_COLORS", "missing_study", "missing_explore"]
@@ -271,6 +271,5 @@ def missing_explore(icc: float = 0.2, n_clusters: int = 20, mechanism: str = "ma
     ax[2].set_ylabel("answered items")
     fig.suptitle(f"{mechanism}, ICC {icc:g}, {n_clusters} clusters, {response_rate:.0%} answered, strength "
                  f"{strength:g}, {n_reps} replications (bars: 2 Monte Carlo SE)", fontsize=10)
-    if fig.get_layout_engine() is None:  # plot_style() already sets constrained layout
-        fig.tight_layout()
+    _tight(fig)
     return fig

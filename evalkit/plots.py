@@ -22,6 +22,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 __all__ = [
     "ESTIMATOR_COLORS",
@@ -168,6 +169,13 @@ def plot_style() -> None:
     """
     # matplotlib >= 3.11 types rcParams' keys as a Literal of the known names; ours are all known
     mpl.rcParams.update(cast(Any, _RC))
+
+
+def _tight(fig: Figure) -> None:
+    """``fig.tight_layout()``, unless the figure already has a layout engine (:func:`plot_style`
+    turns on constrained layout, and switching engines warns)."""
+    if fig.get_layout_engine() is None:
+        fig.tight_layout()
 
 
 def _axes(ax: Axes | None, figsize: tuple[float, float] | None = None) -> Axes:
