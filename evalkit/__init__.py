@@ -4,7 +4,7 @@ Public names follow one grammar, ``<family>_<action>`` (see the README), and are
 notebooks and users import from ``evalkit`` only.
 """
 
-from ._checks import EvalkitWarning
+from . import errors
 from .active import METHODS as ACTIVE_METHODS
 from .active import (
     ActiveFactors,
@@ -95,6 +95,16 @@ from .ecc import (
     ecc_scores,
     ecc_simulate,
     ecc_study,
+)
+from .errors import (
+    ConvergenceWarning,
+    DegenerateDataWarning,
+    EvalkitError,
+    EvalkitInputError,
+    EvalkitWarning,
+    OverlapWarning,
+    RangeWarning,
+    SmallClustersWarning,
 )
 from .harmony import (
     HarmonySummary,
@@ -210,7 +220,15 @@ from .widgets import (
 )
 
 __all__ = [
+    "ConvergenceWarning",
+    "DegenerateDataWarning",
+    "EvalkitError",
+    "EvalkitInputError",
     "EvalkitWarning",
+    "OverlapWarning",
+    "RangeWarning",
+    "SmallClustersWarning",
+    "errors",
     "as_rng",
     # data model
     "STATUSES",
