@@ -72,6 +72,7 @@ from .datasets import (
     dataset_texts,
     oll_factors_load,
     oll_matrix_draw,
+    results_load,
 )
 from .ecc import (
     ECC_TEXT_FIELDS,
@@ -255,6 +256,7 @@ __all__ = [
     "alpaca_pairs",
     "oll_factors_load",
     "oll_matrix_draw",
+    "results_load",
     # clustered inference
     "Estimate",
     "interval_t",

@@ -1197,3 +1197,48 @@ def _subsample(rng: np.random.Generator, n: int, k: int | None, what: str) -> np
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
         raise ValueError(f"{what} must be an int between 1 and {n} (or None for all), got {k!r}")
     return np.sort(rng.choice(n, size=int(k), replace=False))
+
+
+# --------------------------------------------------------------------------------------------
+# Committed benchmark results
+# --------------------------------------------------------------------------------------------
+
+RESULTS_DIRS = (Path(__file__).resolve().parent.parent / "benchmarks" / "results",)
+"""Where :func:`results_load` looks for ``<name>.json``: the repository's ``benchmarks/results/``."""
+
+
+def results_load(name: str) -> dict[str, Any]:
+    """Read the committed results of a benchmark run: ``benchmarks/results/<name>.json``.
+
+    A lesson that quotes a run too long to repeat in the lesson reads the figure with this and
+    prints it, so that the number in the prose is the number in the file.
+
+    Parameters
+    ----------
+    name : str
+        The benchmark's name without ``bench_`` (``"active"`` for ``benchmarks/bench_active.py``),
+        or a named variant of a run (``"active-loo"``).
+
+    Returns
+    -------
+    dict
+        The whole record: ``benchmark``, ``command``, ``date``, ``evalkit_commit``, ``machine``
+        and ``results`` (what the benchmark measured).
+
+    Raises
+    ------
+    EvalkitInputError
+        ``name`` is not the name of a committed results file (the message lists those that are).
+    """
+    import json
+
+    from .errors import EvalkitInputError
+
+    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
+        raise EvalkitInputError("name", f"name must be a benchmark's name such as 'active', got {name!r}")
+    for folder in RESULTS_DIRS:
+        path = folder / f"{name}.json"
+        if path.is_file():
+            return dict(json.loads(path.read_text(encoding="utf-8")))
+    known = sorted({p.stem for folder in RESULTS_DIRS if folder.is_dir() for p in folder.glob("*.json")})
+    raise EvalkitInputError("name", f"name {name!r} has no committed results file; known: {known}")
