@@ -4,13 +4,17 @@ Every dataset evalkit knows is an entry of :data:`DATASETS` (name -> :class:`Dat
 with their sha256, licence, upstream source). The repository's ``data/`` folder holds the
 **numeric** tables of every dataset (outcomes, statuses, ids, labels, option probabilities,
 factor models, and lengths computed from the item texts); the item texts themselves are never
-part of evalkit. evalkit **never downloads** anything. A file is looked up as
+part of evalkit. The installed package carries the same tables (``evalkit/_data``, copied from
+``data/`` when the wheel is built). evalkit **never downloads** anything. A file is looked up as
 ``<root>/<folder>/<file>`` on the search path
 
 1. every folder in the environment variable ``EVALKIT_DATA`` (several folders separated by
    ``os.pathsep``, i.e. ``:`` on Linux/macOS, ``;`` on Windows), in order;
-2. the repository's ``data/`` folder (found by default: nothing to set up in a clone);
-3. the user cache folder ``$XDG_CACHE_HOME/evalkit`` (``~/.cache/evalkit`` when
+2. the repository's ``data/`` folder, when evalkit runs from a clone (an editable install or
+   the source tree): nothing to set up;
+3. the data installed with the package (found with :mod:`importlib.resources`): nothing to set
+   up after ``pip install evalkit``;
+4. the user cache folder ``$XDG_CACHE_HOME/evalkit`` (``~/.cache/evalkit`` when
    ``XDG_CACHE_HOME`` is unset).
 
 The first intact copy wins. Every use reads the file and checks the sha256 of the very bytes it
@@ -75,8 +79,27 @@ __all__ = [
 ENV_VAR = "EVALKIT_DATA"
 """Environment variable holding the data roots (separated by ``os.pathsep``)."""
 
-REPO_DATA = Path(__file__).resolve().parent.parent / "data"
-"""The repository's ``data/`` folder (second on the search path)."""
+def _source_tree() -> Path | None:
+    """The repository evalkit runs from (a clone or an editable install), or None when installed."""
+    root = Path(__file__).resolve().parent.parent
+    return root if (root / "pyproject.toml").is_file() and (root / "evalkit" / "datasets.py").is_file() else None
+
+
+def _package_folder(name: str) -> Path | None:
+    """A folder of package data that the wheel carries (``evalkit/<name>``), or None if not on disk."""
+    from importlib.resources import files
+
+    where = files(__name__.rpartition(".")[0]).joinpath(name)
+    return where if isinstance(where, Path) else None
+
+
+_SOURCE_TREE = _source_tree()
+
+REPO_DATA: Path | None = None if _SOURCE_TREE is None else _SOURCE_TREE / "data"
+"""The repository's ``data/`` folder when evalkit runs from a clone, else None (second on the search path)."""
+
+PACKAGE_DATA: Path | None = _package_folder("_data")
+"""The data installed with the package, ``evalkit/_data`` (third on the search path)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -355,22 +378,29 @@ def dataset_search_path() -> list[tuple[Path, str]]:
     -------
     list of (Path, str)
         ``(root, origin)`` pairs: the folders of ``EVALKIT_DATA`` (origin ``"EVALKIT_DATA"``),
-        the repository's ``data/`` (origin ``"repository data/"``), then the user cache folder
-        (origin ``"user cache"``). Read afresh on every call, so changing ``os.environ`` takes
-        effect immediately.
+        the repository's ``data/`` when evalkit runs from a clone (origin ``"repository data/"``),
+        the data installed with the package (origin ``"installed package"``; listed in a clone
+        only if it is there), then the user cache folder (origin ``"user cache"``). Read afresh on
+        every call, so changing ``os.environ`` takes effect immediately.
 
     Examples
     --------
     >>> import evalkit as ek
-    >>> [origin for _, origin in ek.dataset_search_path()][-2:]
-    ['repository data/', 'user cache']
+    >>> origins = [origin for _, origin in ek.dataset_search_path()]
+    >>> origins[-1]
+    'user cache'
+    >>> "repository data/" in origins or "installed package" in origins
+    True
     """
     roots: list[tuple[Path, str]] = []
     env = os.environ.get(ENV_VAR, "")
     for part in env.split(os.pathsep):
         if part.strip():
             roots.append((Path(part.strip()).expanduser(), ENV_VAR))
-    roots.append((REPO_DATA, "repository data/"))
+    if REPO_DATA is not None:
+        roots.append((REPO_DATA, "repository data/"))
+    if PACKAGE_DATA is not None and (REPO_DATA is None or PACKAGE_DATA.is_dir()):
+        roots.append((PACKAGE_DATA, "installed package"))
     roots.append((_cache_root(), "user cache"))
     return roots
 
@@ -393,9 +423,14 @@ def _spec(name: str) -> DatasetSpec:
 
 
 def _what_to_do(spec: DatasetSpec) -> str:
+    restore = (
+        f"the repository's data/{spec.folder}/ holds this file; restore it with `git checkout -- data/{spec.folder}` "
+        "in your clone"
+        if REPO_DATA is not None
+        else "the installed package holds this file; restore it with `pip install --force-reinstall evalkit`"
+    )
     return (
-        f"What to do: the repository's data/{spec.folder}/ holds this file; restore it with "
-        f"`git checkout -- data/{spec.folder}` in your clone, or set {ENV_VAR} to a folder that "
+        f"What to do: {restore}, or set {ENV_VAR} to a folder that "
         f"holds an intact copy of {spec.folder}/ (separate several folders with {os.pathsep!r}), "
         f"or copy {spec.folder}/ into {_cache_root()}/. evalkit never downloads data."
     )
@@ -1203,8 +1238,17 @@ def _subsample(rng: np.random.Generator, n: int, k: int | None, what: str) -> np
 # Committed benchmark results
 # --------------------------------------------------------------------------------------------
 
-RESULTS_DIRS = (Path(__file__).resolve().parent.parent / "benchmarks" / "results",)
-"""Where :func:`results_load` looks for ``<name>.json``: the repository's ``benchmarks/results/``."""
+RESULTS_DIRS: tuple[Path, ...] = tuple(
+    folder
+    for folder in (
+        None if _SOURCE_TREE is None else _SOURCE_TREE / "benchmarks" / "results",
+        _package_folder("_results"),
+    )
+    if folder is not None
+)
+"""Where :func:`results_load` looks for ``<name>.json``, in order: the repository's
+``benchmarks/results/`` when evalkit runs from a clone, then the copy installed with the package
+(``evalkit/_results``)."""
 
 
 def results_load(name: str) -> dict[str, Any]:

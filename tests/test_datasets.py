@@ -77,11 +77,23 @@ def data() -> None:
 
 @pytest.fixture
 def no_repo_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Hide the repository's data/ (point it at an empty folder) and return that folder."""
+    """Hide the repository's data/ (point it at an empty folder) and return that folder; the
+    package's own copy (absent in a clone, but hidden all the same) is pointed at nothing."""
     empty = tmp_path / "no_repo_data"
     empty.mkdir()
     monkeypatch.setattr(ds, "REPO_DATA", empty)
+    monkeypatch.setattr(ds, "PACKAGE_DATA", tmp_path / "no_package_data")
     return empty
+
+
+@pytest.fixture
+def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """As after `pip install evalkit`: no repository, the data in the package (an empty folder here)."""
+    package = tmp_path / "site-packages" / "evalkit" / "_data"
+    package.mkdir(parents=True)
+    monkeypatch.setattr(ds, "REPO_DATA", None)
+    monkeypatch.setattr(ds, "PACKAGE_DATA", package)
+    return package
 
 
 @pytest.fixture
@@ -177,6 +189,69 @@ def test_search_path_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.delenv("EVALKIT_DATA")
     assert dataset_search_path() == [repo, cache]
     assert ds.REPO_DATA == ROOT / "data"
+
+
+def test_search_path_of_an_installed_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, installed: Path) -> None:
+    """Installed (no repository): EVALKIT_DATA, then the package's data, then the cache; in a clone
+    whose package also holds a copy, that copy comes after the repository's data/."""
+    cache = (tmp_path / "xdg" / "evalkit", "user cache")
+    monkeypatch.setenv("EVALKIT_DATA", str(tmp_path / "a"))
+    assert dataset_search_path() == [(tmp_path / "a", "EVALKIT_DATA"), (installed, "installed package"), cache]
+    monkeypatch.delenv("EVALKIT_DATA")
+    assert dataset_search_path() == [(installed, "installed package"), cache]
+    installed.rmdir()  # listed even when absent: the error then says where the package's copy should be
+    assert dataset_search_path() == [(installed, "installed package"), cache]
+    monkeypatch.setattr(ds, "REPO_DATA", ROOT / "data")
+    assert dataset_search_path() == [(ROOT / "data", "repository data/"), cache]
+    installed.mkdir()
+    assert dataset_search_path() == [(ROOT / "data", "repository data/"), (installed, "installed package"), cache]
+
+
+def test_package_data_is_found_with_importlib_resources() -> None:
+    import importlib.resources
+
+    import evalkit
+
+    assert ds.PACKAGE_DATA == Path(str(importlib.resources.files("evalkit"))) / "_data"
+    assert ds.PACKAGE_DATA == Path(evalkit.__file__).resolve().parent / "_data"
+    # in a clone the repository's folders come first, and the package's own copies second
+    assert ds.REPO_DATA == ROOT / "data"
+    assert ds.RESULTS_DIRS == (ROOT / "benchmarks" / "results", Path(evalkit.__file__).resolve().parent / "_results")
+
+
+def test_installed_package_data_is_read_and_verified(
+    data: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, installed: Path
+) -> None:
+    """The package's copy is read, its sha256 checked on every read; a bad copy goes on to the cache."""
+    copy = _copy_to(installed, "livecodebench_gen", "items.csv")
+    assert dataset_path("livecodebench_gen", "items.csv") == copy.resolve()
+    assert len(dataset_items("livecodebench_gen")) == 400
+    _flip_one_byte(copy)
+    with pytest.raises(DatasetChecksumError) as exc:
+        dataset_items("livecodebench_gen")
+    msg = str(exc.value)
+    assert f"{copy}  (installed package): corrupted or another version (sha256 " in msg
+    assert "(repository data/)" not in msg and "pip install --force-reinstall evalkit" in msg
+    cached = _copy_to(tmp_path / "xdg" / "evalkit", "livecodebench_gen", "items.csv")
+    with pytest.warns(EvalkitWarning, match=re.escape(str(copy))):
+        assert dataset_path("livecodebench_gen", "items.csv") == cached.resolve()
+
+
+def test_results_load_reads_the_first_folder_that_has_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from evalkit.errors import EvalkitInputError
+
+    repo, package = tmp_path / "repo_results", tmp_path / "package_results"
+    package.mkdir()
+    (package / "demo.json").write_text(json.dumps({"benchmark": "demo", "results": {"ratio": 2.5}}))
+    monkeypatch.setattr(ds, "RESULTS_DIRS", (repo, package))  # as installed: no repository folder
+    assert ds.results_load("demo")["results"] == {"ratio": 2.5}
+    repo.mkdir()
+    (repo / "demo.json").write_text(json.dumps({"benchmark": "demo", "results": {"ratio": 3.0}}))
+    assert ds.results_load("demo")["results"] == {"ratio": 3.0}
+    with pytest.raises(EvalkitInputError, match=r"known: \['demo'\]"):
+        ds.results_load("missing")
 
 
 def test_not_found_message(empty_search_path: Path, no_repo_data: Path) -> None:
