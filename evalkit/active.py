@@ -43,6 +43,7 @@ from scipy import optimize, stats
 
 from ._checks import as_binary_vector, as_float_vector, check_alpha, warn
 from .clustered import Estimate
+from .errors import EvalkitInputError
 
 __all__ = [
     "METHODS",
@@ -131,20 +132,21 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 def _check_history(H: npt.ArrayLike, name: str = "H") -> np.ndarray:
     arr = np.asarray(H, dtype=float)
     if arr.ndim != 2:
-        raise ValueError(f"{name} must be a (n_models, n_items) matrix, got shape {arr.shape}")
+        raise EvalkitInputError(name, f"{name} must be a (n_models, n_items) matrix, got shape {arr.shape}")
     if arr.shape[0] < 3 or arr.shape[1] < 2:
-        raise ValueError(f"{name} needs at least 3 historical models and 2 items, got shape {arr.shape}")
+        raise EvalkitInputError(name, f"{name} needs at least 3 historical models and 2 items, got shape {arr.shape}")
     if np.isinf(arr).any():
-        raise ValueError(f"{name} contains infinite values")
+        raise EvalkitInputError(name, f"{name} contains infinite values")
     obs = arr[~np.isnan(arr)]
     if obs.size == 0:
-        raise ValueError(f"{name} has no observed entries")
+        raise EvalkitInputError(name, f"{name} has no observed entries")
     bad = (obs != 0) & (obs != 1)
     if bad.any():
-        raise ValueError(f"{name} must hold 0/1 outcomes (NaN = unobserved); found {int(bad.sum())} other values")
+        raise EvalkitInputError(
+            name, f"{name} must hold 0/1 outcomes (NaN = unobserved); found {int(bad.sum())} other values")
     empty_rows = int((np.isnan(arr).all(axis=1)).sum())
     if empty_rows:
-        raise ValueError(f"{name} has {empty_rows} models with no observed entry; drop them first")
+        raise EvalkitInputError(name, f"{name} has {empty_rows} models with no observed entry; drop them first")
     return arr
 
 
@@ -209,9 +211,9 @@ def active_factor_fit(H: npt.ArrayLike, *, rank: int, weight_decay: float = 1.0,
     """
     arr = _check_history(H)
     if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 1:
-        raise ValueError(f"rank must be a positive int, got {rank!r}")
+        raise EvalkitInputError("rank", f"rank must be a positive int, got {rank!r}")
     if not weight_decay >= 0:
-        raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}")
+        raise EvalkitInputError("weight_decay", f"weight_decay must be >= 0, got {weight_decay!r}")
     k = int(rank)
     n, N = arr.shape
     M = (~np.isnan(arr)).astype(_FLOAT)
@@ -276,9 +278,9 @@ def active_factor_cv(H: npt.ArrayLike, *, ranks: Sequence[int] = (2, 4, 8, 16, 3
     """
     arr = _check_history(H)
     if not 0 < holdout <= 0.5:
-        raise ValueError(f"holdout must be in (0, 0.5], got {holdout!r}")
+        raise EvalkitInputError("holdout", f"holdout must be in (0, 0.5], got {holdout!r}")
     if len(ranks) == 0 or len(weight_decays) == 0:
-        raise ValueError("give at least one rank and one weight decay")
+        raise EvalkitInputError("ranks", "give at least one rank and one weight decay")
     rng = np.random.default_rng(seed)
     obs = np.flatnonzero(~np.isnan(arr))
     hide = rng.choice(obs, size=max(1, int(round(holdout * obs.size))), replace=False)
@@ -331,13 +333,14 @@ class ActiveParams:
 
     def __post_init__(self) -> None:
         if not self.beta0 >= 0:
-            raise ValueError(f"beta0 must be >= 0, got {self.beta0}")
+            raise EvalkitInputError("beta0", f"beta0 must be >= 0, got {self.beta0}")
         if not (self.rho > 0 and self.gamma > 0):
-            raise ValueError(f"rho and gamma must be positive, got rho={self.rho}, gamma={self.gamma}")
+            raise EvalkitInputError("rho", f"rho and gamma must be positive, got rho={self.rho}, gamma={self.gamma}")
         if not 0 < self.tau <= 1:
-            raise ValueError(f"tau must be in (0, 1] (tau = 0 lets q_t(j) reach 0 and breaks PAI), got {self.tau}")
+            raise EvalkitInputError(
+                "tau", f"tau must be in (0, 1] (tau = 0 lets q_t(j) reach 0 and breaks PAI), got {self.tau}")
         if self.n_strata < 1:
-            raise ValueError(f"n_strata must be >= 1, got {self.n_strata}")
+            raise EvalkitInputError("n_strata", f"n_strata must be >= 1, got {self.n_strata}")
 
 
 @dataclass(frozen=True)
@@ -390,18 +393,18 @@ def _check_outcomes(Z: npt.ArrayLike, n_items: int) -> np.ndarray:
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2:
-        raise ValueError(f"Z must be a (n_models, n_items) 0/1 matrix, got shape {arr.shape}")
+        raise EvalkitInputError("Z", f"Z must be a (n_models, n_items) 0/1 matrix, got shape {arr.shape}")
     if arr.shape[1] != n_items:
-        raise ValueError(f"Z has {arr.shape[1]} items but the factor model has {n_items}; they must align")
+        raise EvalkitInputError("Z", f"Z has {arr.shape[1]} items but the factor model has {n_items}; they must align")
     if np.isnan(arr).any():
-        raise ValueError(
+        raise EvalkitInputError("Z",
             f"Z contains {int(np.isnan(arr).sum())} NaN values: the item bank must be fully observed for "
             "the queried models (restrict the bank to a model's observed items, as active_run's real-data "
             "use in notebook 06 does)"
         )
     bad = (arr != 0) & (arr != 1)
     if bad.any():
-        raise ValueError(f"Z must hold 0/1 outcomes; found {int(bad.sum())} other values")
+        raise EvalkitInputError("Z", f"Z must hold 0/1 outcomes; found {int(bad.sum())} other values")
     return arr
 
 
@@ -552,18 +555,19 @@ def active_pai(z: npt.ArrayLike, q: npt.ArrayLike, p: npt.ArrayLike, p_mean: npt
     pp = as_float_vector(p, "p")
     pm = as_float_vector(p_mean, "p_mean")
     if not zz.size == qq.size == pp.size == pm.size:
-        raise ValueError(f"z, q, p and p_mean must have the same length, got {zz.size}, {qq.size}, {pp.size}, "
+        raise EvalkitInputError(
+            "z", f"z, q, p and p_mean must have the same length, got {zz.size}, {qq.size}, {pp.size}, "
                          f"{pm.size}")
     if zz.size < 2:
-        raise ValueError("PAI needs at least 2 steps")
+        raise EvalkitInputError("n_steps", "PAI needs at least 2 steps")
     if ((qq <= 0) | (qq > 1)).any():
-        raise ValueError("q must hold the sampling probabilities q_t(I_t), in (0, 1]")
+        raise EvalkitInputError("q", "q must hold the sampling probabilities q_t(I_t), in (0, 1]")
     if ((pp < 0) | (pp > 1) | (pm < 0) | (pm > 1)).any():
-        raise ValueError("p and p_mean must be probabilities in [0, 1]")
+        raise EvalkitInputError("p", "p and p_mean must be probabilities in [0, 1]")
     if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or n_items < 1:
-        raise ValueError(f"n_items must be a positive int, got {n_items!r}")
+        raise EvalkitInputError("n_items", f"n_items must be a positive int, got {n_items!r}")
     if variance not in ("source", "empirical"):
-        raise ValueError(f"variance must be 'source' or 'empirical', got {variance!r}")
+        raise EvalkitInputError("variance", f"variance must be 'source' or 'empirical', got {variance!r}")
     check_alpha(alpha)
     est, se = _pai(zz[None], qq[None], pp[None], pm[None], int(n_items), variance)
     lo, hi = _wald(est, se, alpha)
@@ -835,17 +839,17 @@ def active_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, method:
     (3, 2)
     """
     if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+        raise EvalkitInputError("method", f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     arr = _check_outcomes(Z, factors.n_items)
     N = arr.shape[1]
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or not 2 <= budget <= N:
-        raise ValueError(f"budget must be an int between 2 and n_items = {N}, got {budget!r}")
+        raise EvalkitInputError("budget", f"budget must be an int between 2 and n_items = {N}, got {budget!r}")
     if method == "faq_norep" and budget >= N:
-        raise ValueError("without replacement the budget must be below n_items")
+        raise EvalkitInputError("budget", "without replacement the budget must be below n_items")
     if isinstance(n_trials, bool) or not isinstance(n_trials, (int, np.integer)) or n_trials < 1:
-        raise ValueError(f"n_trials must be a positive int, got {n_trials!r}")
+        raise EvalkitInputError("n_trials", f"n_trials must be a positive int, got {n_trials!r}")
     if variance not in ("source", "empirical"):
-        raise ValueError(f"variance must be 'source' or 'empirical', got {variance!r}")
+        raise EvalkitInputError("variance", f"variance must be 'source' or 'empirical', got {variance!r}")
     check_alpha(alpha)
     prm = params if params is not None else ActiveParams()
     M = arr.shape[0]
@@ -895,10 +899,10 @@ def active_sampling_trace(z: npt.ArrayLike, factors: ActiveFactors, budget: int,
     """
     arr = _check_outcomes(z, factors.n_items)
     if arr.shape[0] != 1:
-        raise ValueError("active_sampling_trace takes one model's outcome vector")
+        raise EvalkitInputError("y", "active_sampling_trace takes one model's outcome vector")
     N = arr.shape[1]
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or not 2 <= budget < N:
-        raise ValueError(f"budget must be an int between 2 and n_items - 1 = {N - 1}, got {budget!r}")
+        raise EvalkitInputError("budget", f"budget must be an int between 2 and n_items - 1 = {N - 1}, got {budget!r}")
     prm = params if params is not None else ActiveParams()
     _, _, info = _faq_batch(arr, factors, int(budget), prm, _rngs(seed, 1, 1), replace_draws=replace,
                             weighted=False, variance="source", trace=True)

@@ -29,6 +29,7 @@ import pandas as pd
 from scipy import stats
 
 from ._checks import as_binary_vector, as_float_vector, as_labels, as_weights, check_alpha, warn
+from .errors import EvalkitInputError
 from .types import as_rng
 
 __all__ = [
@@ -150,9 +151,9 @@ def interval_wilson(p: float, n_eff: float, *, df: float = math.inf, alpha: floa
     """
     check_alpha(alpha)
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"p must be a proportion in [0, 1], got {p}")
+        raise EvalkitInputError("p", f"p must be a proportion in [0, 1], got {p}")
     if not n_eff > 0 or not math.isfinite(n_eff):
-        raise ValueError(f"n_eff must be positive and finite, got {n_eff}")
+        raise EvalkitInputError("n_eff", f"n_eff must be positive and finite, got {n_eff}")
     q2 = _t_quantile(df, alpha) ** 2
     denom = 1.0 + q2 / n_eff
     centre = (p + q2 / (2 * n_eff)) / denom
@@ -250,7 +251,7 @@ def _cr2_rows(w: np.ndarray, codes: np.ndarray, n_clusters: int, weights_kind: s
         safe_nd = np.where(plane, nd, 1.0)
         return w + (m1 / sq)[codes] + np.where(plane[codes], (m2 / safe_nd)[codes] * d, 0.0)
     if weights_kind != "inverse_variance":  # pragma: no cover - guarded by callers
-        raise ValueError(f"unknown weights_kind {weights_kind!r}")
+        raise EvalkitInputError("weights_kind", f"unknown weights_kind {weights_kind!r}")
     E = np.empty_like(w)
     order = np.argsort(codes, kind="stable")
     starts = np.searchsorted(codes[order], np.arange(n_clusters + 1))
@@ -400,7 +401,7 @@ def clusters_effective(clusters: npt.ArrayLike, *, weights: npt.ArrayLike | None
     Notebook: ``00-why-the-average-lies``.
     """
     if not 0.0 <= rho <= 1.0:
-        raise ValueError(f"rho must be in [0, 1], got {rho}")
+        raise EvalkitInputError("rho", f"rho must be in [0, 1], got {rho}")
     clus = np.asarray(clusters)
     codes, uniques = as_labels(clus, clus.shape[0] if clus.ndim else 0)
     w = np.ones(codes.size) if weights is None else as_weights(weights, codes.size)
@@ -558,15 +559,16 @@ def _mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None, weights: np
     y = as_binary_vector(y, "y") if binary else as_float_vector(y, "y")
     check_alpha(alpha)
     if se not in _SE_KINDS:
-        raise ValueError(f"se must be one of {_SE_KINDS}, got {se!r}")
+        raise EvalkitInputError("se", f"se must be one of {_SE_KINDS}, got {se!r}")
     if df not in ("auto", "satterthwaite", "clusters"):
-        raise ValueError(f"df must be 'auto', 'satterthwaite' or 'clusters', got {df!r}")
+        raise EvalkitInputError("df", f"df must be 'auto', 'satterthwaite' or 'clusters', got {df!r}")
     if weights_kind not in ("sampling", "inverse_variance"):
-        raise ValueError(f"weights_kind must be 'sampling' or 'inverse_variance', got {weights_kind!r}")
+        raise EvalkitInputError(
+            "weights_kind", f"weights_kind must be 'sampling' or 'inverse_variance', got {weights_kind!r}")
     if interval not in ("t", "wilson"):
-        raise ValueError(f"interval must be 't' or 'wilson', got {interval!r}")
+        raise EvalkitInputError("interval", f"interval must be 't' or 'wilson', got {interval!r}")
     if interval == "wilson" and not binary:
-        raise ValueError("interval='wilson' is for proportions: it needs binary=True")
+        raise EvalkitInputError("interval", "interval='wilson' is for proportions: it needs binary=True")
     n = y.size
     w = np.ones(n) if weights is None else as_weights(weights, n)
     W = float(w.sum())
@@ -578,7 +580,7 @@ def _mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None, weights: np
 
     if se == "iid":
         if n < 2:
-            raise ValueError("need at least two observations for a standard error")
+            raise EvalkitInputError("y", "need at least two observations for a standard error")
         var = n / (n - 1) * float(np.sum((w * e) ** 2)) / W**2
         dof = float(n - 1)
         n_floor = W**2 / float(np.dot(w, w))
@@ -587,11 +589,11 @@ def _mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None, weights: np
         method = f"{label}, iid"
     else:
         if clusters is None:
-            raise ValueError(f"se={se!r} needs cluster labels; pass clusters= or use se='iid'")
+            raise EvalkitInputError("se", f"se={se!r} needs cluster labels; pass clusters= or use se='iid'")
         codes, uniques = as_labels(clusters, n)
         M = int(uniques.size)
         if M < 2:
-            raise ValueError(
+            raise EvalkitInputError("clusters",
                 "only one cluster: a cluster-robust variance needs at least two clusters "
                 "(with a single cluster the data carry no information about between-cluster variation)"
             )
@@ -656,7 +658,8 @@ def paired_estimate(y_a: npt.ArrayLike, y_b: npt.ArrayLike, clusters: npt.ArrayL
     a = as_binary_vector(y_a, "y_a")
     b = as_binary_vector(y_b, "y_b")
     if a.size != b.size:
-        raise ValueError(f"y_a has {a.size} items and y_b {b.size}; a paired comparison needs the same items")
+        raise EvalkitInputError(
+            "y_a", f"y_a has {a.size} items and y_b {b.size}; a paired comparison needs the same items")
     est = _mean_estimate(a - b, clusters, None, se, alpha, False, df, "sampling", "t", stacklevel=4)
     return Estimate(est.estimate, est.se, est.ci_low, est.ci_high, est.df,
                     est.method.replace("mean", "paired difference"), est.n, est.n_clusters,
@@ -746,10 +749,11 @@ def coverage_study(*, designs: str | npt.ArrayLike | Sequence[str | npt.ArrayLik
 
     check_alpha(alpha)
     if n_reps < 2:
-        raise ValueError(f"n_reps must be at least 2, got {n_reps}")
+        raise EvalkitInputError("n_reps", f"n_reps must be at least 2, got {n_reps}")
     unknown = [k for k in estimators if k not in COVERAGE_ESTIMATORS]
     if unknown or not estimators:
-        raise ValueError(f"estimators must be keys of COVERAGE_ESTIMATORS {list(COVERAGE_ESTIMATORS)}, got {unknown}")
+        raise EvalkitInputError(
+            "estimators", f"estimators must be keys of COVERAGE_ESTIMATORS {list(COVERAGE_ESTIMATORS)}, got {unknown}")
     named: list[tuple[str, str | npt.ArrayLike]]
     if isinstance(designs, Mapping):
         named = [(str(k), v) for k, v in designs.items()]
@@ -773,7 +777,7 @@ def coverage_study(*, designs: str | npt.ArrayLike | Sequence[str | npt.ArrayLik
         all_sizes[name] = n_g.tolist()
         M, N = int(n_g.size), int(n_g.sum())
         if M < 2:
-            raise ValueError(f"design {name!r} has a single cluster")
+            raise EvalkitInputError("designs", f"design {name!r} has a single cluster")
         Y = np.empty((n_reps, N))
         for r in range(n_reps):
             Y[r] = _outcomes_draw(np.random.default_rng(children[r]), n_g, mu, sigma_u, float(beta_x))[4]
@@ -857,12 +861,13 @@ def bootstrap_cluster(statistic: Callable[[np.ndarray, np.ndarray], float], clus
     """
     check_alpha(alpha)
     if n_boot < 50:
-        raise ValueError(f"n_boot={n_boot} is too small for a bootstrap interval; use at least 50 (999 is typical)")
+        raise EvalkitInputError(
+            "n_boot", f"n_boot={n_boot} is too small for a bootstrap interval; use at least 50 (999 is typical)")
     clus = np.asarray(clusters)
     codes, uniques = as_labels(clus, clus.shape[0])
     M = uniques.size
     if M < 2:
-        raise ValueError("only one cluster: the cluster bootstrap needs at least two clusters")
+        raise EvalkitInputError("clusters", "only one cluster: the cluster bootstrap needs at least two clusters")
     rng = as_rng(seed)
     order = np.argsort(codes, kind="stable")
     starts = np.searchsorted(codes[order], np.arange(M + 1))
@@ -884,7 +889,8 @@ def bootstrap_cluster(statistic: Callable[[np.ndarray, np.ndarray], float], clus
     ok = reps[~np.isnan(reps)]
     n_fail = n_boot - ok.size
     if ok.size < 0.9 * n_boot:
-        raise ValueError(f"{n_fail} of {n_boot} bootstrap resamples failed; the statistic is unstable on this data")
+        raise EvalkitInputError(
+            "statistic", f"{n_fail} of {n_boot} bootstrap resamples failed; the statistic is unstable on this data")
     lo, hi = np.quantile(ok, [alpha / 2, 1 - alpha / 2])
     method = "cluster bootstrap" + (f" ({n_fail} failed resamples dropped)" if n_fail else "")
     return Estimate(full, float(ok.std(ddof=1)), float(lo), float(hi), math.inf, method, int(codes.size), int(M))
@@ -924,9 +930,9 @@ def icc_anova(y: npt.ArrayLike, clusters: npt.ArrayLike) -> float:
     codes, uniques = as_labels(clusters, y.size)
     M, N = uniques.size, y.size
     if M < 2:
-        raise ValueError("the ICC needs at least two clusters")
+        raise EvalkitInputError("clusters", "the ICC needs at least two clusters")
     if N <= M:
-        raise ValueError("the ICC needs clusters with more than one item")
+        raise EvalkitInputError("clusters", "the ICC needs clusters with more than one item")
     n_g = np.bincount(codes, minlength=M).astype(float)
     mean_g = np.bincount(codes, weights=y, minlength=M) / n_g
     grand = y.mean()
@@ -935,7 +941,7 @@ def icc_anova(y: npt.ArrayLike, clusters: npt.ArrayLike) -> float:
     n0 = (N - np.sum(n_g**2) / N) / (M - 1)
     denom = msb + (n0 - 1) * msw
     if denom <= 0:
-        raise ValueError("all outcomes are identical: the ICC is undefined")
+        raise EvalkitInputError("y", "all outcomes are identical: the ICC is undefined")
     return float((msb - msw) / denom)
 
 
@@ -948,7 +954,7 @@ def icc_latent(sigma_u: float) -> float:
         Standard deviation of the cluster random intercept on the logit scale.
     """
     if not np.isfinite(sigma_u) or sigma_u < 0:
-        raise ValueError(f"sigma_u must be a finite non-negative SD, got {sigma_u}")
+        raise EvalkitInputError("sigma_u", f"sigma_u must be a finite non-negative SD, got {sigma_u}")
     v = float(sigma_u) ** 2
     return v / (v + math.pi**2 / 3)
 
@@ -989,16 +995,16 @@ def deff_from_icc(m_bar: float | npt.ArrayLike, rho: float) -> float:
     10.6
     """
     if not -1 <= rho <= 1:
-        raise ValueError(f"rho must be a correlation in [-1, 1], got {rho}")
+        raise EvalkitInputError("rho", f"rho must be a correlation in [-1, 1], got {rho}")
     if np.ndim(m_bar) == 0:
         m = float(m_bar)  # type: ignore[arg-type]
         if not m >= 1:
-            raise ValueError(f"m_bar is a cluster size and must be >= 1, got {m}")
+            raise EvalkitInputError("m_bar", f"m_bar is a cluster size and must be >= 1, got {m}")
     else:
         n_g = np.asarray(m_bar, dtype=float)
         if n_g.ndim != 1 or n_g.size == 0 or not np.isfinite(n_g).all() or (n_g < 1).any() \
                 or (n_g != np.round(n_g)).any():
-            raise ValueError("cluster sizes must be a non-empty 1-D array of integers >= 1")
+            raise EvalkitInputError("m_bar", "cluster sizes must be a non-empty 1-D array of integers >= 1")
         m = float(np.dot(n_g, n_g) / n_g.sum())
     return 1.0 + (m - 1.0) * float(rho)
 
@@ -1006,7 +1012,7 @@ def deff_from_icc(m_bar: float | npt.ArrayLike, rho: float) -> float:
 def n_effective(n: float, deff: float) -> float:
     """Effective sample size ``n / deff``: the number of independent items carrying the same information."""
     if deff <= 0:
-        raise ValueError(f"deff must be positive, got {deff}")
+        raise EvalkitInputError("deff", f"deff must be positive, got {deff}")
     return float(n) / float(deff)
 
 
@@ -1033,11 +1039,11 @@ def deff_empirical(y: npt.ArrayLike, clusters: npt.ArrayLike, *, weights: npt.Ar
     w = np.ones(n) if weights is None else as_weights(weights, n)
     codes, uniques = as_labels(clusters, n)
     if uniques.size < 2:
-        raise ValueError("the design effect needs at least two clusters")
+        raise EvalkitInputError("clusters", "the design effect needs at least two clusters")
     W = w.sum()
     scores = w * (y - np.dot(w, y) / W)
     v_iid = float(np.sum(scores**2)) / W**2
     if v_iid == 0:
-        raise ValueError("all outcomes are identical: the design effect is undefined")
+        raise EvalkitInputError("y", "all outcomes are identical: the design effect is undefined")
     v_cl = cluster_scores_variance(scores, codes, uniques.size, W, "CR0")
     return float(v_cl / v_iid)

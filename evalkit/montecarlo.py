@@ -31,6 +31,7 @@ import pandas as pd
 
 from ._checks import warn
 from .clustered import Estimate
+from .errors import EvalkitInputError
 
 __all__ = ["mc_run", "mc_summarise", "mc_tolerance", "mc_coverage_clustered"]
 
@@ -44,7 +45,7 @@ _TASKS_PER_RUN = 100
 def _check_seed(seed: object) -> int:
     if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
         if int(seed) < 0:
-            raise ValueError(f"seed must be a non-negative int, got {seed}")
+            raise EvalkitInputError("seed", f"seed must be a non-negative int, got {seed}")
         return int(seed)
     raise TypeError(
         "seed must be an int (evalkit never draws unseeded numbers, and each replication's generator is "
@@ -57,7 +58,7 @@ def _check_truth_value(value: object, where: str) -> float:
         raise TypeError(f"truth{where} must be a real number, got {type(value).__name__} {value!r}")
     t = float(value)
     if math.isnan(t):
-        raise ValueError(f"truth{where} is NaN: the estimand must be a number in every replication")
+        raise EvalkitInputError("truth", f"truth{where} is NaN: the estimand must be a number in every replication")
     return t
 
 
@@ -291,10 +292,10 @@ def mc_run(simulate: Callable[[np.random.Generator], Any],
     """
     seed = _check_seed(seed)
     if not isinstance(n_reps, (int, np.integer)) or isinstance(n_reps, bool) or n_reps < 1:
-        raise ValueError(f"n_reps must be a positive int, got {n_reps!r}")
+        raise EvalkitInputError("n_reps", f"n_reps must be a positive int, got {n_reps!r}")
     n_reps = int(n_reps)
     if not estimators:
-        raise ValueError("give at least one estimator")
+        raise EvalkitInputError("estimators", "give at least one estimator")
     if not callable(truth):
         truth = _check_truth_value(truth, "")
     if isinstance(executor, concurrent.futures.ProcessPoolExecutor):
@@ -404,10 +405,11 @@ def mc_summarise(runs: pd.DataFrame, *, scale: float = 1.0) -> pd.DataFrame:
     """
     missing = [c for c in RUN_COLUMNS if c not in runs.columns]
     if missing:
-        raise ValueError(f"runs must come from mc_run: the columns {missing} are missing")
+        raise EvalkitInputError("runs", f"runs must come from mc_run: the columns {missing} are missing")
     if runs["truth"].isna().any() and (runs.loc[runs["truth"].isna(), "error"] == "").any():
         bad = runs.loc[runs["truth"].isna() & (runs["error"] == ""), "rep"].iloc[0]
-        raise ValueError(f"truth is NaN in replication {bad}: every successful replication needs a number")
+        raise EvalkitInputError(
+            "runs", f"truth is NaN in replication {bad}: every successful replication needs a number")
     keys = [c for c in runs.columns if c not in _STANDARD and c != "estimator"] + ["estimator"]
 
     def one(g: pd.DataFrame) -> pd.Series:
@@ -446,7 +448,7 @@ def mc_tolerance(p: float, n_reps: int, z: float = 4.0) -> float:
     16,000 runs, so a failing test points at the code, not at bad luck.
     """
     if not 0 <= p <= 1 or n_reps < 1:
-        raise ValueError("p must be a probability and n_reps positive")
+        raise EvalkitInputError("p", "p must be a probability and n_reps positive")
     return z * math.sqrt(p * (1 - p) / n_reps)
 
 
