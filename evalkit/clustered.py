@@ -28,8 +28,23 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
-from ._checks import as_binary_vector, as_float_vector, as_labels, as_weights, check_alpha, warn
-from .errors import EvalkitInputError
+from ._checks import (
+    _real,
+    align_series,
+    as_binary_vector,
+    as_float_vector,
+    as_labels,
+    as_weights,
+    cap_n_effective,
+    check_alpha,
+    check_int,
+    check_interval,
+    check_positive,
+    check_range,
+    check_seed,
+    warn,
+)
+from .errors import DegenerateDataWarning, EvalkitInputError, RangeWarning
 from .types import as_rng
 
 __all__ = [
@@ -119,6 +134,11 @@ def _t_quantile(df: float, alpha: float) -> float:
 def interval_t(estimate: float, se: float, df: float, alpha: float = 0.05) -> tuple[float, float]:
     """Two-sided ``t`` interval ``estimate -/+ t_{1-alpha/2, df} * se`` (normal when ``df`` is inf)."""
     check_alpha(alpha)
+    estimate = _real(estimate, "estimate")
+    if not math.isfinite(estimate):
+        raise EvalkitInputError("estimate", f"estimate must be finite, got {estimate}")
+    se = check_positive(se, "se", allow_zero=True)
+    df = check_positive(df, "df", allow_inf=True)
     q = _t_quantile(df, alpha)
     return float(estimate - q * se), float(estimate + q * se)
 
@@ -150,10 +170,12 @@ def interval_wilson(p: float, n_eff: float, *, df: float = math.inf, alpha: floa
     Notebook: ``00-why-the-average-lies``.
     """
     check_alpha(alpha)
-    if not 0.0 <= p <= 1.0:
-        raise EvalkitInputError("p", f"p must be a proportion in [0, 1], got {p}")
-    if not n_eff > 0 or not math.isfinite(n_eff):
-        raise EvalkitInputError("n_eff", f"n_eff must be positive and finite, got {n_eff}")
+    p = check_range(p, "p", 0.0, 1.0)
+    n_eff = check_positive(n_eff, "n_eff")
+    df = check_positive(df, "df", allow_inf=True)
+    if n_eff < 1e-6:
+        raise EvalkitInputError("n_eff", f"n_eff={n_eff:g} is below one millionth of an item; an effective sample "
+                                         "size is a count of items")
     q2 = _t_quantile(df, alpha) ** 2
     denom = 1.0 + q2 / n_eff
     centre = (p + q2 / (2 * n_eff)) / denom
@@ -556,6 +578,8 @@ def _mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None, weights: np
                    alpha: float, binary: bool, df: str, weights_kind: str, interval: str, *,
                    stacklevel: int) -> Estimate:
     """The body of :func:`mean_estimate`; ``stacklevel`` points warnings at the user's call."""
+    clusters = cast("npt.ArrayLike | None", align_series(y, clusters, "clusters"))
+    weights = cast("npt.ArrayLike | None", align_series(y, weights, "weights"))
     y = as_binary_vector(y, "y") if binary else as_float_vector(y, "y")
     check_alpha(alpha)
     if se not in _SE_KINDS:
@@ -573,6 +597,9 @@ def _mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None, weights: np
     w = np.ones(n) if weights is None else as_weights(weights, n)
     W = float(w.sum())
     theta = float(np.dot(w, y) / W)
+    constant = bool((y == y[0]).all())
+    if constant:
+        theta = float(y[0])   # exact: a weighted mean of equal outcomes is that outcome, not 1 - 1e-16
     if binary:
         theta = min(1.0, max(0.0, theta))
     e = y - theta
@@ -603,6 +630,8 @@ def _mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None, weights: np
         var, dof, use_satt = _contrast_variance([(1.0, w, e, codes)], M, se, df, weights_kind)
         n_floor = W**2 / float(np.dot(Wg, Wg))
         method = f"{label}, {se}" + (", Satterthwaite df" if use_satt else "")
+    if constant:
+        var = 0.0
     s = math.sqrt(var)
     if interval == "wilson":
         kish = W**2 / float(np.dot(w, w))
@@ -612,9 +641,15 @@ def _mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None, weights: np
         method += ", Wilson"
     else:
         lo, hi = interval_t(theta, s, dof, alpha)
-        if binary and s == 0.0:
+        if binary and constant:
             warn(f"every outcome is {int(theta)}: the t interval collapses to [{theta:g}, {theta:g}] with se 0; "
-                 "use interval='wilson' for a boundary-aware interval", stacklevel=stacklevel)
+                 "use interval='wilson' for a boundary-aware interval", stacklevel=stacklevel,
+                 category=DegenerateDataWarning)
+        elif s == 0.0:
+            why = "every outcome is equal" if constant else "every cluster has the same mean"
+            warn(f"the standard error is 0 ({why}), so the t interval [{lo:.4g}, {hi:.4g}] has zero width; it does not express sampling "
+                 "uncertainty (use interval='wilson' for 0/1 outcomes)", stacklevel=stacklevel,
+                 category=RangeWarning)
         elif binary and (lo < 0.0 or hi > 1.0):
             warn(f"the t interval [{lo:.3g}, {hi:.3g}] for the accuracy {theta:.3g} leaves [0, 1] (an accuracy "
                  "near 0 or 1, or very few degrees of freedom); interval='wilson' stays inside [0, 1]",
@@ -660,7 +695,10 @@ def paired_estimate(y_a: npt.ArrayLike, y_b: npt.ArrayLike, clusters: npt.ArrayL
     if a.size != b.size:
         raise EvalkitInputError(
             "y_a", f"y_a has {a.size} items and y_b {b.size}; a paired comparison needs the same items")
+    clusters = cast("npt.ArrayLike | None", align_series(y_a, clusters, "clusters"))
     est = _mean_estimate(a - b, clusters, None, se, alpha, False, df, "sampling", "t", stacklevel=4)
+    if est.ci_low < -1.0 or est.ci_high > 1.0:
+        check_interval(est.estimate, est.ci_low, est.ci_high, "paired difference", lower=-1.0, upper=1.0)
     return Estimate(est.estimate, est.se, est.ci_low, est.ci_high, est.df,
                     est.method.replace("mean", "paired difference"), est.n, est.n_clusters,
                     est.n_clusters_effective)
@@ -860,6 +898,8 @@ def bootstrap_cluster(statistic: Callable[[np.ndarray, np.ndarray], float], clus
         in ``method``.
     """
     check_alpha(alpha)
+    n_boot = check_int(n_boot, "n_boot", minimum=1)
+    seed = check_seed(seed)
     if n_boot < 50:
         raise EvalkitInputError(
             "n_boot", f"n_boot={n_boot} is too small for a bootstrap interval; use at least 50 (999 is typical)")
@@ -868,6 +908,9 @@ def bootstrap_cluster(statistic: Callable[[np.ndarray, np.ndarray], float], clus
     M = uniques.size
     if M < 2:
         raise EvalkitInputError("clusters", "only one cluster: the cluster bootstrap needs at least two clusters")
+    if not callable(statistic):
+        raise EvalkitInputError("statistic", f"statistic must be a callable (rows, cluster_ids) -> float, got "
+                                             f"{type(statistic).__name__}")
     rng = as_rng(seed)
     order = np.argsort(codes, kind="stable")
     starts = np.searchsorted(codes[order], np.arange(M + 1))
@@ -884,6 +927,8 @@ def bootstrap_cluster(statistic: Callable[[np.ndarray, np.ndarray], float], clus
         ids = np.repeat(np.arange(M), [members[g].size for g in pick])
         try:
             reps[b] = statistic(rows, ids)
+            if not math.isfinite(reps[b]):
+                reps[b] = np.nan
         except (ValueError, np.linalg.LinAlgError, FloatingPointError):
             continue
     ok = reps[~np.isnan(reps)]
@@ -891,6 +936,8 @@ def bootstrap_cluster(statistic: Callable[[np.ndarray, np.ndarray], float], clus
     if ok.size < 0.9 * n_boot:
         raise EvalkitInputError(
             "statistic", f"{n_fail} of {n_boot} bootstrap resamples failed; the statistic is unstable on this data")
+    if not math.isfinite(full):
+        raise EvalkitInputError("statistic", f"the statistic on the full data is {full}, not a finite number")
     lo, hi = np.quantile(ok, [alpha / 2, 1 - alpha / 2])
     method = "cluster bootstrap" + (f" ({n_fail} failed resamples dropped)" if n_fail else "")
     return Estimate(full, float(ok.std(ddof=1)), float(lo), float(hi), math.inf, method, int(codes.size), int(M))
@@ -942,7 +989,13 @@ def icc_anova(y: npt.ArrayLike, clusters: npt.ArrayLike) -> float:
     denom = msb + (n0 - 1) * msw
     if denom <= 0:
         raise EvalkitInputError("y", "all outcomes are identical: the ICC is undefined")
-    return float((msb - msw) / denom)
+    rho = float((msb - msw) / denom)
+    floor = -1.0 / (n0 - 1.0) if n0 > 1 else -1.0
+    if rho < max(floor, -1.0):
+        warn(f"the ANOVA ICC {rho:.3g} is below its lower limit {max(floor, -1.0):.3g} (-1/(n0 - 1)); "
+             "within-cluster outcomes disagree more than chance allows, check the cluster labels",
+             category=RangeWarning)
+    return rho
 
 
 def icc_latent(sigma_u: float) -> float:
@@ -994,8 +1047,7 @@ def deff_from_icc(m_bar: float | npt.ArrayLike, rho: float) -> float:
     >>> round(deff_from_icc(49, 0.2), 2)
     10.6
     """
-    if not -1 <= rho <= 1:
-        raise EvalkitInputError("rho", f"rho must be a correlation in [-1, 1], got {rho}")
+    rho = check_range(rho, "rho", -1.0, 1.0)
     if np.ndim(m_bar) == 0:
         m = float(m_bar)  # type: ignore[arg-type]
         if not m >= 1:
@@ -1006,14 +1058,18 @@ def deff_from_icc(m_bar: float | npt.ArrayLike, rho: float) -> float:
                 or (n_g != np.round(n_g)).any():
             raise EvalkitInputError("m_bar", "cluster sizes must be a non-empty 1-D array of integers >= 1")
         m = float(np.dot(n_g, n_g) / n_g.sum())
+    if m > 1 and rho < -1.0 / (m - 1.0):
+        raise EvalkitInputError(
+            "rho", f"rho={rho} is below -1/(m - 1) = {-1.0 / (m - 1.0):.4g}, the smallest correlation clusters "
+            f"of size {m:g} allow; the design effect would be negative")
     return 1.0 + (m - 1.0) * float(rho)
 
 
 def n_effective(n: float, deff: float) -> float:
     """Effective sample size ``n / deff``: the number of independent items carrying the same information."""
-    if deff <= 0:
-        raise EvalkitInputError("deff", f"deff must be positive, got {deff}")
-    return float(n) / float(deff)
+    n = check_positive(n, "n")
+    deff = check_positive(deff, "deff")
+    return cap_n_effective(n / deff, n, stacklevel=4)
 
 
 def deff_empirical(y: npt.ArrayLike, clusters: npt.ArrayLike, *, weights: npt.ArrayLike | None = None) -> float:
