@@ -648,8 +648,8 @@ def _mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None, weights: np
         elif s == 0.0:
             why = "every outcome is equal" if constant else "every cluster has the same mean"
             warn(f"the standard error is 0 ({why}), so the t interval [{lo:.4g}, {hi:.4g}] has zero width; "
-                 "it does not express sampling uncertainty (use interval='wilson' for 0/1 outcomes)", stacklevel=stacklevel,
-                 category=RangeWarning)
+                 "it does not express sampling uncertainty (use interval='wilson' for 0/1 outcomes)",
+                 stacklevel=stacklevel, category=RangeWarning)
         elif binary and (lo < 0.0 or hi > 1.0):
             warn(f"the t interval [{lo:.3g}, {hi:.3g}] for the accuracy {theta:.3g} leaves [0, 1] (an accuracy "
                  "near 0 or 1, or very few degrees of freedom); interval='wilson' stays inside [0, 1]",
