@@ -26,7 +26,10 @@ def warn(message: str, stacklevel: int = 3, category: type[EvalkitWarning] = Eva
 
 def as_float_vector(x: npt.ArrayLike, name: str, *, allow_nan: bool = False) -> np.ndarray:
     """Return ``x`` as a 1-D float64 array, refusing other shapes, infinities and (by default) NaN."""
-    arr = np.asarray(x, dtype=float)
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise EvalkitInputError(name, f"{name} must hold numbers; converting it to float failed ({exc})") from exc
     if arr.ndim != 1:
         raise EvalkitInputError(name, f"{name} must be one-dimensional, got shape {arr.shape}")
     if arr.size == 0:
@@ -46,6 +49,7 @@ def as_binary_vector(x: npt.ArrayLike, name: str, *, allow_nan: bool = False) ->
     """Return ``x`` as a float vector whose non-NaN entries are all 0 or 1."""
     arr = as_float_vector(x, name, allow_nan=allow_nan)
     obs = arr[~np.isnan(arr)]
+    _refuse_codings(obs, name)
     bad = (obs != 0) & (obs != 1)
     if bad.any():
         raise EvalkitInputError(
