@@ -267,8 +267,8 @@ def _refuse_codings(obs: np.ndarray, name: str) -> None:
         return
     if obs.max() > 1 and obs.min() >= 0 and obs.max() <= 100:
         raise EvalkitInputError(
-            name, f"{name} holds values up to {obs.max():g}: percentages (0/100) are not outcomes; "
-            f"divide by 100 to get 0/1 or scores in [0, 1]"
+            name, f"{name} holds values up to {obs.max():g}, but outcomes are 0/1 (or scores in [0, 1]); percentages (0/100) "
+            "must be divided by 100"
         )
     if obs.min() == -1 and set(np.unique(obs)) <= {-1.0, 0.0, 1.0}:
         raise EvalkitInputError(

@@ -35,12 +35,14 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ._checks import as_labels, check_alpha, warn
+from ._checks import as_labels, boundary_interval, check_alpha, check_interval, warn
 from .clustered import (
     DFRule,
     Estimate,
     SEKind,
+    _clusters_effective,
     _contrast_variance,
+    _design_warn,
     bootstrap_cluster,
     deff_empirical,
     deff_from_icc,
@@ -51,7 +53,7 @@ from .clustered import (
     n_effective,
 )
 from .data import long_validate
-from .errors import EvalkitInputError
+from .errors import DegenerateDataWarning, EvalkitInputError, OverlapWarning
 from .missing_propensity import PropensityFit, PropensityKind, _as_features, _prep, propensity_fit
 from .missing_sensitivity import sensitivity_delta, sensitivity_plot, sensitivity_tipping_point
 
@@ -249,6 +251,12 @@ def weights_compute(p: npt.ArrayLike, truncate: Truncation = TRUNCATE_DEFAULT) -
         )
     if (pa > 1).any():
         raise EvalkitInputError("propensities", "propensities must be at most 1")
+    with np.errstate(divide="ignore", over="ignore"):
+        overflow = bool(np.isinf(pa).any() or not np.isfinite(1.0 / pa).all())
+    if overflow:
+        raise EvalkitInputError(
+            "p", f"p holds propensities as small as {pa.min():.3g}: their inverse weight overflows a float; "
+            "bound the propensities away from 0 (or truncate them before weighting)")
     w_raw = 1.0 / pa
     n = pa.size
     if truncate is None:
@@ -369,6 +377,15 @@ def _ipw_parts(correct: npt.ArrayLike, clusters: npt.ArrayLike | None, features:
                fit: PropensityFit | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None,
                                                           PropensityFit | None, Weights]:
     y, obs, clus = _prep(correct, clusters)
+    if clus is not None and obs.any() and not obs.all():
+        c_codes, c_uniq = as_labels(clus, clus.size)
+        answered = np.bincount(c_codes, weights=obs.astype(float), minlength=c_uniq.size)
+        if (answered == 0).any():
+            empty = c_uniq[answered == 0]
+            warn(f"{empty.size} of {c_uniq.size} clusters have no answered item (e.g. {empty[0]!r}): no weighting "
+                 "can represent them, so the estimate is the accuracy over the other clusters' items only "
+                 "(positivity fails there; report the bounds for those clusters)", stacklevel=4,
+                 category=OverlapWarning)
     if p is not None:
         pa = np.asarray(p, dtype=float)
         if pa.shape != y.shape:
@@ -439,7 +456,17 @@ def ipw_estimate(correct: npt.ArrayLike, clusters: npt.ArrayLike | None = None, 
     """
     check_alpha(alpha)
     y, obs, clus, fit, W = _ipw_parts(correct, clusters, features, p, kind, method, truncate)
-    est = mean_estimate(y[obs], None if clus is None else clus[obs], weights=W.w, se=se, alpha=alpha)
+    yo = y[obs]
+    if yo.size and (yo == yo[0]).all():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DegenerateDataWarning)
+            est = mean_estimate(yo, None if clus is None else clus[obs], weights=W.w, se=se, alpha=alpha)
+        kish = float(W.w.sum() ** 2 / np.dot(W.w, W.w))
+        lo, hi = boundary_interval(est.estimate, kish, alpha, "ipw_estimate", df=est.df, stacklevel=4)
+        est = Estimate(est.estimate, est.se, lo, hi, est.df, est.method + ", Wilson (boundary)", est.n,
+                       est.n_clusters, est.n_clusters_effective)
+    else:
+        est = mean_estimate(yo, None if clus is None else clus[obs], weights=W.w, se=se, alpha=alpha)
     label = "IPW (given p)" if p is not None else _KIND_LABEL[kind]
     if truncate is not None:
         label += f" [{W.rule}]"
@@ -523,6 +550,11 @@ def ipw_compare(correct_a: npt.ArrayLike, correct_b: npt.ArrayLike, clusters: np
     s = math.sqrt(var)
     est = thetas[0] - thetas[1]
     lo, hi = interval_t(est, s, dof, alpha)
+    both = np.concatenate([g[3] for g in groups])
+    unit = np.ones(both.size)
+    Wg = np.bincount(both, minlength=M)
+    _design_warn(M, _clusters_effective(unit, both, M), float(Wg.max() / Wg.sum()), 3)
+    check_interval(est, lo, hi, "ipw_compare difference", lower=-1.0, upper=1.0)
     lab = "difference, IPW (given p)" if p_a is not None else f"difference, {_KIND_LABEL[kind]}"
     return Estimate(est, s, lo, hi, dof, f"{lab}, {se}", int(ya.size), int(M))
 

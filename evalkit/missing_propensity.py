@@ -22,7 +22,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import optimize, special
 
-from ._checks import as_labels, warn
+from ._checks import as_labels, check_int, check_same_label_kind, label_kind, warn
 from .errors import EvalkitInputError
 
 __all__ = ["PropensityFit", "PropensityKind", "propensity_fit"]
@@ -225,6 +225,10 @@ class PropensityFit:
             raise EvalkitInputError("X", "this fit uses features: pass X")
         if clusters is not None:
             lab = np.asarray(clusters)
+            if lab.ndim != 1:
+                raise EvalkitInputError("clusters", f"clusters must be one-dimensional, got shape {lab.shape}")
+            if self.kind != "logistic":
+                check_same_label_kind(label_kind(self.cluster_labels), lab, "clusters")
             m = lab.shape[0] if m is None else m
             if lab.shape[0] != m:
                 raise EvalkitInputError("clusters", "clusters and X must have the same number of rows")
@@ -702,8 +706,7 @@ def propensity_fit(R: npt.ArrayLike, X: npt.ArrayLike | None = None, clusters: n
         raise EvalkitInputError("kind", f"kind must be 'logistic', 'fixed' or 'random', got {kind!r}")
     if method not in ("laplace", "aghq"):
         raise EvalkitInputError("method", f"method must be 'laplace' or 'aghq', got {method!r}")
-    if int(n_quad) < 1:
-        raise EvalkitInputError("n_quad", f"n_quad must be a positive number of nodes, got {n_quad}")
+    n_quad = check_int(n_quad, "n_quad", minimum=1)
     n_obs = int(Rv.sum())
     if n_obs == 0:
         raise EvalkitInputError(
