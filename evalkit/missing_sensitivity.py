@@ -18,9 +18,9 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import special
 
-from ._checks import check_alpha
+from ._checks import as_float_vector, check_alpha, warn
 from .clustered import mean_estimate
-from .errors import EvalkitInputError
+from .errors import DegenerateDataWarning, EvalkitInputError
 from .missing_propensity import PropensityKind, _as_features, _prep, propensity_fit
 
 __all__ = ["sensitivity_delta", "sensitivity_tipping_point", "sensitivity_plot"]
@@ -123,7 +123,16 @@ def sensitivity_delta(correct: npt.ArrayLike, clusters: npt.ArrayLike | None = N
     Taught in ``notebooks/03-missing-responses-claims.ipynb`` and ``04-missing-responses-real-data.ipynb``.
     """
     check_alpha(alpha)
+    if deltas is not None:
+        as_float_vector(deltas, "deltas")
     ya, obs_a, clus = _prep(correct, clusters)
+    for name, yy in (("correct", ya), ("correct_b", None if correct_b is None else _prep(correct_b, clusters)[0])):
+        seen = None if yy is None else yy[~np.isnan(yy)]
+        if seen is not None and seen.size and (seen == seen[0]).all() and np.isnan(yy).any():
+            warn(f"{name}: every observed outcome is {seen[0]:g}, so the outcome model predicts {seen[0]:g} for "
+                 "every missing item and no shift delta on the logit scale moves it; this analysis carries no "
+                 "information about the missing answers (report missing_bounds instead)",
+                 category=DegenerateDataWarning)
     ma = _outcome_predictions(ya, clus, features, kind) if not obs_a.all() else ya
     yb = mb = None
     if correct_b is not None:
