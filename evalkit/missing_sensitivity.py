@@ -128,7 +128,7 @@ def sensitivity_delta(correct: npt.ArrayLike, clusters: npt.ArrayLike | None = N
     ya, obs_a, clus = _prep(correct, clusters)
     for name, yy in (("correct", ya), ("correct_b", None if correct_b is None else _prep(correct_b, clusters)[0])):
         seen = None if yy is None else yy[~np.isnan(yy)]
-        if seen is not None and seen.size and (seen == seen[0]).all() and np.isnan(yy).any():
+        if seen is not None and seen.size and (seen == seen[0]).all() and yy is not None and np.isnan(yy).any():
             warn(f"{name}: every observed outcome is {seen[0]:g}, so the outcome model predicts {seen[0]:g} for "
                  "every missing item and no shift delta on the logit scale moves it; this analysis carries no "
                  "information about the missing answers (report missing_bounds instead)",
