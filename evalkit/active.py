@@ -41,9 +41,18 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import optimize, stats
 
-from ._checks import as_binary_vector, as_float_vector, check_alpha, warn
+from ._checks import (
+    as_binary_vector,
+    as_float_vector,
+    check_alpha,
+    check_int,
+    check_positive,
+    check_seed,
+    one_blas_thread,
+    warn,
+)
 from .clustered import Estimate
-from .errors import EvalkitInputError
+from .errors import ConvergenceWarning, DegenerateDataWarning, EvalkitInputError, RangeWarning
 
 __all__ = [
     "METHODS",
@@ -168,6 +177,7 @@ def _factor_objective(theta: np.ndarray, H0: np.ndarray, M: np.ndarray, k: int, 
     return f, g
 
 
+@one_blas_thread
 def active_factor_fit(H: npt.ArrayLike, *, rank: int, weight_decay: float = 1.0, max_iter: int = 500,
                       tol: float = 1e-7) -> ActiveFactors:
     """Fit the logistic factor model of [FAQ] stage 1 on the observed entries of ``H``.
@@ -214,6 +224,9 @@ def active_factor_fit(H: npt.ArrayLike, *, rank: int, weight_decay: float = 1.0,
         raise EvalkitInputError("rank", f"rank must be a positive int, got {rank!r}")
     if not weight_decay >= 0:
         raise EvalkitInputError("weight_decay", f"weight_decay must be >= 0, got {weight_decay!r}")
+    check_positive(weight_decay, "weight_decay", allow_zero=True)
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
+    tol = check_positive(tol, "tol")
     k = int(rank)
     n, N = arr.shape
     M = (~np.isnan(arr)).astype(_FLOAT)
@@ -235,6 +248,9 @@ def active_factor_fit(H: npt.ArrayLike, *, rank: int, weight_decay: float = 1.0,
     x0 = np.concatenate([U0.ravel(), V0.ravel(), b0])
     res = optimize.minimize(_factor_objective, x0, args=(H0, M, k, float(weight_decay), n_obs), jac=True,
                             method="L-BFGS-B", options={"maxiter": max_iter, "gtol": tol, "maxcor": 20})
+    if not res.success:
+        warn(f"active_factor_fit stopped before L-BFGS converged ({res.message}; {res.nit} of max_iter={max_iter} "
+             "iterations); raise max_iter or loosen tol", stacklevel=4, category=ConvergenceWarning)
     theta = res.x
     U = theta[: n * k].reshape(n, k).copy()
     V = theta[n * k: n * k + N * k].reshape(N, k).copy()
@@ -277,6 +293,8 @@ def active_factor_cv(H: npt.ArrayLike, *, ranks: Sequence[int] = (2, 4, 8, 16, 3
         Bad ``H`` (see :func:`active_factor_fit`), an empty grid or ``holdout`` outside (0, 0.5].
     """
     arr = _check_history(H)
+    check_seed(seed)
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
     if not 0 < holdout <= 0.5:
         raise EvalkitInputError("holdout", f"holdout must be in (0, 0.5], got {holdout!r}")
     if len(ranks) == 0 or len(weight_decays) == 0:
@@ -786,6 +804,32 @@ def _active_inference_batch(Z: np.ndarray, factors: ActiveFactors, budget: int, 
     return phi_sum / N, np.sqrt(var_sum) / N, n_lab
 
 
+def _degenerate_rows(est: np.ndarray, se: np.ndarray, lo: np.ndarray, hi: np.ndarray, Zb: np.ndarray, budget: int,
+                     alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Warn about constant models and out-of-range results; Wilson intervals where the se is 0."""
+    from .clustered import interval_wilson
+
+    const = (Zb == Zb[:, :1]).all(axis=1)
+    if const.any():
+        warn(f"{int(const.sum())} row(s) of Z have every outcome equal (all correct or all wrong): the accuracy "
+             "sits on the boundary, where estimates can leave [0, 1] and standard errors collapse",
+             stacklevel=4, category=DegenerateDataWarning)
+    zero = se == 0
+    if zero.any():
+        lo, hi = lo.copy(), hi.copy()
+        for i in np.flatnonzero(zero):
+            lo[i], hi[i] = interval_wilson(float(np.clip(est[i], 0.0, 1.0)), float(budget), alpha=alpha)
+        warn(f"{int(zero.sum())} estimate(s) have se 0 (every queried outcome equal); their interval is the Wilson "
+             f"interval on the {budget} queries instead of the zero-width Wald interval",
+             stacklevel=4, category=DegenerateDataWarning)
+    out = (est < 0) | (est > 1) | (lo < 0) | (hi > 1)
+    if out.any():
+        warn(f"{int(out.sum())} of {est.size} estimates or intervals leave [0, 1] (largest estimate {est.max():.4g}, "
+             f"interval [{lo.min():.4g}, {hi.max():.4g}]); the estimator is unbiased but not range-respecting: "
+             "clip to [0, 1] for reporting", stacklevel=4, category=RangeWarning)
+    return lo, hi
+
+
 def active_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, method: str = "faq",
                params: ActiveParams | None = None, n_trials: int = 1, seed: int | np.random.SeedSequence = 0,
                alpha: float = 0.05, variance: Literal["source", "empirical"] = "source") -> ActiveResult:
@@ -851,6 +895,8 @@ def active_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, method:
     if variance not in ("source", "empirical"):
         raise EvalkitInputError("variance", f"variance must be 'source' or 'empirical', got {variance!r}")
     check_alpha(alpha)
+    if not isinstance(seed, np.random.SeedSequence):
+        check_seed(seed)
     prm = params if params is not None else ActiveParams()
     M = arr.shape[0]
     rngs = _rngs(seed, M, n_trials)
@@ -870,6 +916,7 @@ def active_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, method:
         se = np.concatenate([p[1] for p in parts])
     seconds = time.perf_counter() - start
     lo, hi = _wald(est, se, alpha)
+    lo, hi = _degenerate_rows(est, se, lo, hi, Zb, int(budget), alpha)
     shape = (M, n_trials)
     return ActiveResult(method=method, budget=int(budget), estimate=est.reshape(shape), se=se.reshape(shape),
                         ci_low=lo.reshape(shape), ci_high=hi.reshape(shape), truth=arr.mean(axis=1),
