@@ -69,6 +69,7 @@ from __future__ import annotations
 import math
 import os
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,8 +79,8 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import optimize, stats
 
-from ._checks import warn
-from .errors import EvalkitInputError
+from ._checks import check_int, warn
+from .errors import ConvergenceWarning, EvalkitInputError
 from .types import FloatArray, Matrix
 
 __all__ = [
@@ -766,7 +767,37 @@ def _check_extreme(theta: np.ndarray, a: np.ndarray, b: np.ndarray, sigma: float
         )
 
 
+def _check_separation(S: np.ndarray, theta: np.ndarray, ridge: float, who: str) -> None:
+    """ConvergenceWarning when an item is perfectly separated by the fitted abilities (no finite slope)."""
+    if ridge > 0:
+        return
+    if S.shape[0] < 3:
+        warn(f"{who}: only {S.shape[0]} models: every item's slope is unidentified (the fit separates them "
+             "perfectly) and depends on the tolerance; fit with ridge > 0 or more models", stacklevel=4,
+             category=ConvergenceWarning)
+        return
+    th = np.asarray(theta, dtype=float)
+    right = np.where(S == 1, th[:, None], np.nan)
+    wrong = np.where(S == -1, th[:, None], np.nan)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo_right, hi_right = np.nanmin(right, axis=0), np.nanmax(right, axis=0)
+        lo_wrong, hi_wrong = np.nanmin(wrong, axis=0), np.nanmax(wrong, axis=0)
+    sep = ((lo_right > hi_wrong) | (hi_right < lo_wrong)) & ~np.isnan(lo_right) & ~np.isnan(lo_wrong)
+    if sep.any():
+        warn(f"{who}: {int(sep.sum())} items are perfectly separated by the fitted abilities (every model that "
+             "got them right is abler than every model that got them wrong): their slopes have no finite "
+             "maximum-likelihood value and the reported ones depend on the tolerance; fit with ridge > 0 or "
+             "flag them (irt_flag_uninformative)", stacklevel=4, category=ConvergenceWarning)
+
+
+def _check_dtype(dtype: Any) -> None:
+    if np.dtype(dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise EvalkitInputError("dtype", f"dtype must be np.float32 or np.float64, got {dtype!r}")
+
+
 def _check_tol(tol: float, max_iter: int, gtol: float | None = None) -> None:
+    check_int(max_iter, "max_iter", minimum=1)
     if not (0 < tol < 1):
         raise EvalkitInputError("tol", f"tol must be in (0, 1), got {tol}")
     if gtol is not None and not (0 < gtol < math.inf):
@@ -945,6 +976,7 @@ def irt_fit(
     """
     t0 = time.perf_counter()
     _check_tol(tol, max_iter, gtol)
+    _check_dtype(dtype)
     ridge = _check_ridge(ridge)
     S, sigma, rows, cols, ex_rows, ex_cols, shape = _prepare(Y, sigma)
     n, m = S.shape
@@ -1049,11 +1081,13 @@ def irt_fit(
     if stalled:
         warn(f"irt_fit: stopped without convergence after {it} iterations: the largest Newton step stays at "
              f"{score:.3g} standard errors (gtol {gtol}), typically because quasi-separated items or models have "
-             "no finite maximum-likelihood parameters; fit with ridge > 0, or drop them")
+             "no finite maximum-likelihood parameters; fit with ridge > 0, or drop them",
+             category=ConvergenceWarning)
     elif not converged:
         warn(f"irt_fit: no convergence after {max_iter} iterations (relative tol {tol:g}; the largest "
-             f"Newton step is {score:.3g} standard errors, gtol {gtol})")
+             f"Newton step is {score:.3g} standard errors, gtol {gtol})", category=ConvergenceWarning)
     _check_extreme(theta, a, b, sigma)
+    _check_separation(S, theta, ridge, "irt_fit")
     T, A, B = _expand(shape, rows, cols, theta, a, b)
     return IRTFit(
         theta=T, a=A, b=B, sigma=sigma, objective=hist[-1], history=np.asarray(hist),
@@ -1124,6 +1158,7 @@ def irt_fit_lbfgs(
     """
     t0 = time.perf_counter()
     _check_tol(tol, max_iter, gtol)
+    _check_dtype(dtype)
     ridge = _check_ridge(ridge)
     S, sigma, rows, cols, ex_rows, ex_cols, shape = _prepare(Y, sigma)
     n, m = S.shape
@@ -1242,8 +1277,9 @@ def irt_fit_lbfgs(
         converged = score <= gtol
     if not converged:
         warn(f"irt_fit_lbfgs: L-BFGS-B stopped without converging: {res.message} (the largest Newton step is "
-             f"{score:.3g} standard errors, gtol {gtol})")
+             f"{score:.3g} standard errors, gtol {gtol})", category=ConvergenceWarning)
     _check_extreme(theta, a, b, sigma)
+    _check_separation(S, theta, ridge, "irt_fit_lbfgs")
     T, A, B = _expand(shape, rows, cols, theta, a, b)
     return IRTFit(
         theta=T, a=A, b=B, sigma=sigma, objective=float(res.fun), history=np.asarray(hist),
