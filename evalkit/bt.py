@@ -32,10 +32,10 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit, log_expit
 
-from ._checks import check_alpha
+from ._checks import check_alpha, check_int, check_positive, warn
 from .clustered import Estimate, interval_t
 from .data import EvalMatrix
-from .errors import EvalkitInputError
+from .errors import ConvergenceWarning, EvalkitInputError
 from .types import as_rng
 
 __all__ = [
@@ -350,6 +350,8 @@ def bt_fit(winner: npt.ArrayLike, loser: npt.ArrayLike, *, models: npt.ArrayLike
             raise EvalkitInputError("weights", "all weights are zero: no comparison carries information")
     if not math.isfinite(ridge) or ridge < 0:
         raise EvalkitInputError("ridge", f"ridge must be a finite number >= 0, got {ridge!r}")
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
+    tol = check_positive(tol, "tol")
     M = mods.size
     if ties is None:
         W = _win_counts(iw, il, w, M)
@@ -365,6 +367,10 @@ def bt_fit(winner: npt.ArrayLike, loser: npt.ArrayLike, *, models: npt.ArrayLike
     _, H = _grad_hess(W[None], theta, float(ridge))
     cov = np.linalg.inv(H[0]) if ridge > 0 else np.linalg.pinv(H[0], hermitian=True)
     nll = float(_objective(W[None], theta, float(ridge))[0])
+    if not conv:
+        warn(f"bt_fit: Newton's method did not converge in max_iter={max_iter} iterations (tol {tol:g}); the "
+             "strengths are not the maximum-likelihood ones; raise max_iter", stacklevel=3,
+             category=ConvergenceWarning)
     return BTFit(mods, theta[0], cov, float(ridge), n, float(w.sum()), nll, n_iter, conv)
 
 

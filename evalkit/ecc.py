@@ -40,10 +40,10 @@ from scipy import stats
 from scipy.sparse.linalg import svds
 from scipy.special import expit, log_expit
 
-from ._checks import check_alpha
+from ._checks import check_alpha, check_int, check_positive, check_seed, warn
 from .bt import _newton, bt_encode, bt_pairs_sample
 from .clustered import Estimate, cluster_scores_variance, interval_t
-from .errors import EvalkitInputError
+from .errors import ConvergenceWarning, EvalkitInputError
 from .plots import PALETTE
 from .types import as_rng
 
@@ -504,6 +504,10 @@ def ecc_fit(pairs: pd.DataFrame, embeddings: pd.DataFrame, *, K: int = 30, lam: 
     """
     if signals not in ("both", "emb", "comp"):
         raise EvalkitInputError("signals", f"signals must be 'both', 'emb' or 'comp', got {signals!r}")
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
+    check_positive(tol_kl, "tol_kl")
+    check_positive(tol_centre, "tol_centre")
+    check_seed(seed)
     if not (math.isfinite(T) and T > 0):
         raise EvalkitInputError("T", f"T must be a positive temperature, got {T!r}")
     if not (math.isfinite(lam) and lam >= 0):
@@ -563,6 +567,10 @@ def ecc_fit(pairs: pd.DataFrame, embeddings: pd.DataFrame, *, K: int = 30, lam: 
     W = np.asarray(by_pair @ r).T.reshape(K, M, M)
     theta, _, _ = _newton(W, theta, float(ridge), tol=1e-8, max_iter=50)
     centres = _normalize_rows(r.T @ X)
+    if not converged:
+        warn(f"ecc_fit: the alternating updates did not converge in max_iter={max_iter} iterations (last KL "
+             f"{kls[-1]:.3g} vs tol_kl {tol_kl:g}, centre shift {shifts[-1]:.3g} vs tol_centre {tol_centre:g}); "
+             "raise max_iter", stacklevel=3, category=ConvergenceWarning)
     return ECCFit(mods, theta, centres, items, r, K, lam_used, float(T), float(ridge), signals,
                   np.asarray(objective), np.asarray(kls), np.asarray(shifts), len(objective), converged, int(seed))
 
