@@ -39,7 +39,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import optimize, stats
 
-from ._checks import check_alpha
+from ._checks import check_alpha, check_positive, check_range
 from .clustered import icc_anova, interval_wilson
 from .errors import EvalkitInputError
 
@@ -119,8 +119,12 @@ class PlanVariance:
 def _design_effect(n: float, icc: float, cluster_sizes: npt.ArrayLike | None, cluster_size: float | None) -> float:
     if cluster_sizes is not None:
         sizes = np.asarray(cluster_sizes, dtype=float)
-        if sizes.ndim != 1 or sizes.size < 2 or (sizes < 1).any():
+        if sizes.ndim != 1 or sizes.size < 2 or not np.isfinite(sizes).all() or (sizes < 1).any():
             raise EvalkitInputError("cluster_sizes", "cluster_sizes must list at least two cluster sizes, each >= 1")
+        if abs(float(sizes.sum()) - float(n)) > 1e-9 * max(1.0, float(n)):
+            raise EvalkitInputError(
+                "cluster_sizes", f"cluster_sizes sum to {sizes.sum():g} but n is {n:g}; they are the sizes of the "
+                "clusters of the n questions")
         m_w = float((sizes**2).sum() / sizes.sum())
     elif cluster_size is not None:
         if cluster_size < 1:
@@ -165,6 +169,9 @@ def plan_power(delta: float, se: float, *, df: float = math.inf, alpha: float = 
     0.798
     """
     check_alpha(alpha)
+    delta = float(delta)
+    if not math.isfinite(delta):
+        raise EvalkitInputError("delta", f"delta must be a finite difference, got {delta}")
     if not se > 0:
         raise EvalkitInputError("se", f"se must be positive, got {se}")
     if not df > 0:
@@ -192,8 +199,9 @@ def plan_mdd(se: float, *, df: float = math.inf, alpha: float = 0.05, power: flo
     0.028
     """
     check_alpha(alpha)
-    if not 0 < power < 1:
-        raise EvalkitInputError("power", f"power must be in (0, 1), got {power}")
+    power = check_range(power, "power", 0.0, 1.0, closed="neither")
+    se = check_positive(se, "se")
+    df = check_positive(df, "df", allow_inf=True)
     if math.isinf(df):
         return float((stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) * se)
     hi = (stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df)) * se
@@ -224,7 +232,12 @@ def plan_sample_size(delta: float, var: PlanVariance, *, k: int = 1, cluster_siz
     check_alpha(alpha)
     if not delta > 0:
         raise EvalkitInputError("delta", f"delta must be positive, got {delta}")
+    delta = check_positive(delta, "delta")
+    power = check_range(power, "power", 0.0, 1.0, closed="neither")
     v1 = var.per_question(k)
+    if not v1 > 0:
+        raise EvalkitInputError("var", "the per-question variance is 0: any number of questions detects any "
+                                       "difference, so there is no sample size to plan")
     if cluster_size is None:
         z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
         n = math.ceil(z**2 * v1 / delta**2)
@@ -281,6 +294,10 @@ def plan_zero_failures(n: float, *, deff: float = 1.0, alpha: float = 0.05) -> d
     check_alpha(alpha)
     if not n > 0 or not deff >= 1e-12:
         raise EvalkitInputError("n", f"n and deff must be positive, got n={n}, deff={deff}")
+    n = check_positive(n, "n")
+    deff = check_positive(deff, "deff")
+    if n < 1:
+        raise EvalkitInputError("n", f"n is a number of questions and must be >= 1, got {n}")
     n_eff = n / deff
     return {"n_eff": n_eff, "rule_of_three": -math.log(alpha) / n_eff,
             "exact_upper": 1 - alpha ** (1 / n_eff), "wilson_upper": interval_wilson(0.0, n_eff, alpha=alpha)[1]}
@@ -332,9 +349,19 @@ def plan_variance(long_df: pd.DataFrame, models: str | Sequence[str] | None = No
     >>> v.kind, v.n_items
     ('paired', 1000)
     """
+    if not isinstance(long_df, pd.DataFrame):
+        raise EvalkitInputError("long_df", f"long_df must be a long table (DataFrame), got {type(long_df).__name__}")
+    if models is not None and not isinstance(models, str) and (
+            not isinstance(models, Sequence) or not all(isinstance(m, str) for m in models)):
+        raise EvalkitInputError("models", f"models must be a model name or a list of one or two names, got {models!r}")
     need = [c for c in ("model", "item", "correct", "status", cluster) if c not in long_df.columns]
     if need:
         raise EvalkitInputError("df", f"the long table lacks columns {need}")
+    scores = pd.to_numeric(long_df["correct"], errors="coerce")
+    if ((scores < 0) | (scores > 1)).any():
+        raise EvalkitInputError(
+            "long_df", f"long_df['correct'] must hold scores in [0, 1]; found values in [{scores.min():g}, "
+            f"{scores.max():g}] (divide percentages by 100)")
     present = sorted(long_df["model"].astype(str).unique())
     if models is None:
         if len(present) != 1:
