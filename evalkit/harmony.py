@@ -40,7 +40,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ._checks import as_labels, check_alpha, warn
+from ._checks import as_labels, check_alpha, check_range, warn
 from .clustered import Estimate, cluster_scores_variance, interval_t
 from .errors import EvalkitInputError
 from .partition import Partition, partition_labels, partition_spectral
@@ -117,7 +117,9 @@ def _harmony_from_psi(psi: np.ndarray, w: np.ndarray, b: float, eps: float) -> t
     """HARMONY and the masses from sub-domain scores ``psi (..., k)`` and weights ``w (..., k)``."""
     k = psi.shape[-1]
     mu = (w * psi).sum(axis=-1, keepdims=True)
-    mass = w * np.exp(-(((psi - mu) / b) ** 2))
+    z2 = ((psi - mu) / b) ** 2
+    # shift by the smallest exponent before exp: the same masses after normalising, never 0/0
+    mass = w * np.exp(-(z2 - np.where(w > 0, z2, np.inf).min(axis=-1, keepdims=True)))
     mass = mass / mass.sum(axis=-1, keepdims=True)
     if k == 1:
         return np.ones(psi.shape[:-1]), mass
@@ -217,6 +219,7 @@ def harmony_score(Y: npt.ArrayLike, partition: Partition, *, b: float = DEFAULT_
     b = _check_b(b)
     if eps < 0:
         raise EvalkitInputError("eps", f"eps must be non-negative, got {eps}")
+    check_range(eps, "eps", 0.0, 1e-3)
     w = partition.sizes / partition.n_items
     H, _ = _harmony_from_psi(_psi(Yf, partition.labels, partition.k), w[None, :], b, eps)
     return float(H[0]) if one else H
