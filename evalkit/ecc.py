@@ -43,7 +43,7 @@ from scipy.special import expit, log_expit
 from ._checks import check_alpha, check_int, check_positive, check_seed, warn
 from .bt import _newton, bt_encode, bt_pairs_sample
 from .clustered import Estimate, cluster_scores_variance, interval_t
-from .errors import ConvergenceWarning, EvalkitInputError
+from .errors import ConvergenceWarning, EvalkitInputError, EvalkitInputTypeError
 from .plots import PALETTE
 from .types import as_rng
 
@@ -662,8 +662,16 @@ def ecc_infer(fit: ECCFit, embeddings: pd.DataFrame, *, mode: Mode = "emb+probe"
     if mode not in MODES:
         raise EvalkitInputError("mode", f"mode must be one of {list(MODES)}, got {mode!r}")
     if not isinstance(embeddings, pd.DataFrame):
-        raise TypeError("embeddings must be a DataFrame indexed by item id")
+        raise EvalkitInputTypeError("embeddings", "embeddings must be a DataFrame indexed by item id")
     X = embeddings.to_numpy(dtype=float)
+    if not np.isfinite(X).all():
+        raise EvalkitInputError(
+            "embeddings", f"embeddings contain {int((~np.isfinite(X)).sum())} NaN or infinite values (first item "
+            f"{embeddings.index[~np.isfinite(X).all(axis=1)][0]!r}); embed every item")
+    if lam is not None:
+        check_positive(lam, "lam", allow_zero=True)
+    if T is not None:
+        check_positive(T, "T")
     if X.ndim != 2 or X.shape[1] != fit.centres.shape[1]:
         raise EvalkitInputError(
             "embeddings", f"embeddings have {X.shape[1]} dimensions, the fit's centres {fit.centres.shape[1]}")
@@ -682,6 +690,17 @@ def ecc_infer(fit: ECCFit, embeddings: pd.DataFrame, *, mode: Mode = "emb+probe"
     return _softmax_rows(-L / T_used)
 
 
+def _check_resp(resp: npt.ArrayLike) -> np.ndarray:
+    """Responsibilities: a finite (n, K) array of non-negative rows summing to 1."""
+    R = np.asarray(resp, dtype=float)
+    if R.ndim != 2:
+        raise EvalkitInputError("resp", f"resp must be an (n, K) array of responsibilities, got shape {R.shape}")
+    if not np.isfinite(R).all() or (R < 0).any() or not np.allclose(R.sum(axis=1), 1.0, atol=1e-6):
+        raise EvalkitInputError(
+            "resp", "resp must hold responsibilities: finite, >= 0, each row summing to 1 (from ecc_infer)")
+    return R
+
+
 def ecc_predict(fit: ECCFit, resp: np.ndarray, winner: npt.ArrayLike, loser: npt.ArrayLike) -> np.ndarray:
     """``P(winner beats loser | q) = sum_k r_qk sigmoid(theta_w^(k) - theta_l^(k))`` per comparison.
 
@@ -696,7 +715,7 @@ def ecc_predict(fit: ECCFit, resp: np.ndarray, winner: npt.ArrayLike, loser: npt
     -------
     (n,) float array
     """
-    R = np.asarray(resp, dtype=float)
+    R = _check_resp(resp)
     iw, il = _model_index(fit, winner), _model_index(fit, loser)
     if R.shape != (iw.size, fit.K):
         raise EvalkitInputError("resp", f"resp must be ({iw.size}, {fit.K}), got {R.shape}")
@@ -708,7 +727,7 @@ def ecc_scores(fit: ECCFit, resp: np.ndarray) -> np.ndarray:
 
     Used for routing: a query goes to the model with the highest score.
     """
-    R = np.asarray(resp, dtype=float)
+    R = _check_resp(resp)
     P = expit(fit.theta[:, :, None] - fit.theta[:, None, :])  # (K, M, M): row beats column
     M = fit.models.size
     per_cluster = (P.sum(axis=2) - 0.5) / (M - 1)  # (K, M), the diagonal 0.5 removed
