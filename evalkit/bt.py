@@ -32,7 +32,7 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit, log_expit
 
-from ._checks import check_alpha, check_int, check_positive, warn
+from ._checks import check_alpha, check_int, check_positive, check_unique, warn
 from .clustered import Estimate, interval_t
 from .data import EvalMatrix
 from .errors import ConvergenceWarning, EvalkitInputError
@@ -424,6 +424,12 @@ def bt_pairs_from_matrix(Y: EvalMatrix | npt.ArrayLike, *, models: npt.ArrayLike
     mods = np.arange(n_models).astype(str) if models is None else np.asarray(models).astype(str)
     its = np.arange(n_items).astype(str) if items is None else np.asarray(items).astype(str)
     clu = np.full(n_items, "all") if clusters is None else np.asarray(clusters).astype(str)
+    if clusters is not None and pd.isna(pd.Series(np.asarray(clusters, dtype=object).ravel())).any():
+        raise EvalkitInputError("clusters", "clusters contain missing (NaN or None) labels; give every item a cluster")
+    if models is not None:
+        check_unique(models, "models")
+    if items is not None:
+        check_unique(items, "items")
     if mods.shape != (n_models,) or its.shape != (n_items,) or clu.shape != (n_items,):
         raise EvalkitInputError("Y", f"ids do not match Y's shape {A.shape}: {mods.shape} models, {its.shape} items, "
                          f"{clu.shape} clusters")
@@ -470,6 +476,9 @@ def bt_pairs_sample(pairs: pd.DataFrame, per_item: int, *, seed: int | np.random
         raise EvalkitInputError("pairs", "pairs must have an 'item' column (see bt_pairs_from_matrix, alpaca_pairs)")
     if isinstance(per_item, bool) or not isinstance(per_item, (int, np.integer)) or per_item < 1:
         raise EvalkitInputError("per_item", f"per_item must be a positive int, got {per_item!r}")
+    if pairs["item"].isna().any():
+        raise EvalkitInputError(
+            "pairs", f"pairs['item'] has {int(pairs['item'].isna().sum())} missing ids; those rows would vanish")
     rng = as_rng(seed)
     key = rng.random(len(pairs))
     rank = pd.Series(key, index=pairs.index).groupby(pairs["item"].to_numpy(), sort=False).rank(method="first")

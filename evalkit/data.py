@@ -22,6 +22,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
+from ._checks import check_unique
 from .errors import EvalkitInputError
 from .types import Matrix
 
@@ -146,8 +147,8 @@ def _as_numeric(col: pd.Series, name: str) -> pd.Series:
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
-    """A read-only view of ``a`` (no copy; the caller's own array stays writable)."""
-    v = a.view()
+    """A read-only copy of ``a`` (the caller's own array stays writable, and editing it cannot change ours)."""
+    v = np.array(a, copy=True)
     v.flags.writeable = False
     return v
 
@@ -217,6 +218,13 @@ class EvalMatrix:
         if (counts > 1).any():
             raise EvalkitInputError(
                 "models", f"duplicate model ids {uniq[counts > 1][:3].tolist()}; every row needs its own model id")
+        check_unique(models, "models")
+        check_unique(self.items, "items")
+        if self.item_info is not None:
+            if not isinstance(self.item_info, pd.DataFrame) or len(self.item_info) != n_items:
+                raise EvalkitInputError(
+                    "item_info", f"item_info must be a DataFrame with one row per item ({n_items}), got "
+                    f"{type(self.item_info).__name__} of length {len(self.item_info)}")
         clusters = np.asarray(self.clusters)
         if clusters.dtype.kind == "f":
             n_nan = int(np.isnan(clusters).sum())
