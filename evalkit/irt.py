@@ -79,7 +79,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import optimize, stats
 
-from ._checks import check_int, warn
+from ._checks import as_labels, check_int, warn
 from .errors import ConvergenceWarning, EvalkitInputError
 from .types import FloatArray, Matrix
 
@@ -1528,6 +1528,7 @@ def irt_group_easiness(fit: IRTFit, clusters: npt.ArrayLike) -> pd.DataFrame:
     lab = np.asarray(clusters)
     if lab.shape != fit.b.shape:
         raise EvalkitInputError("clusters", f"clusters has shape {lab.shape}; need one label per item {fit.b.shape}")
+    as_labels(lab, lab.size, "clusters")  # NaN/None labels (whose items would vanish) and mixed types refused
     df = pd.DataFrame({"group": lab, "a": fit.a, "b": fit.b,
                        "flag": irt_flag_uninformative(fit, include_excluded=False)})
     g = df.groupby("group", sort=False)
