@@ -33,8 +33,8 @@ from scipy import linalg, sparse
 from scipy.sparse import csgraph
 from scipy.sparse import linalg as sparse_linalg
 
-from ._checks import as_labels
-from .errors import EvalkitInputError
+from ._checks import as_labels, check_int, check_positive, warn
+from .errors import DegenerateDataWarning, EvalkitInputError
 from .types import as_rng
 
 __all__ = [
@@ -566,6 +566,13 @@ def partition_kmeans(X: npt.ArrayLike, k: int, *, seed: int | np.random.Generato
         raise EvalkitInputError("k", f"k must be an int between 1 and n={Xa.shape[0]}, got {k!r}")
     if n_init < 1:
         raise EvalkitInputError("n_init", f"n_init must be at least 1, got {n_init}")
+    check_int(n_init, "n_init", minimum=1)
+    check_int(max_iter, "max_iter", minimum=1)
+    check_positive(tol, "tol", allow_zero=True)
+    n_distinct = int(np.unique(Xa, axis=0).shape[0])
+    if n_distinct < k:
+        warn(f"X has only {n_distinct} distinct points for k={k} clusters: some clusters are arbitrary splits of "
+             "identical points", stacklevel=3, category=DegenerateDataWarning)
     rng = as_rng(seed)
     tol_abs = float(tol * Xa.var(axis=0).mean())
     best_labels, best = np.zeros(Xa.shape[0], dtype=np.intp), math.inf
@@ -619,6 +626,10 @@ def partition_silhouette(D: npt.ArrayLike, labels: npt.ArrayLike) -> float:
     Dm = np.asarray(D, dtype=float)
     if Dm.ndim != 2 or Dm.shape[0] != Dm.shape[1]:
         raise EvalkitInputError("D", f"D must be a square (n, n) matrix, got shape {Dm.shape}")
+    if not np.isfinite(Dm).all() or (Dm < 0).any():
+        raise EvalkitInputError("D", "D must hold finite dissimilarities >= 0 (no NaN, no negative values)")
+    if not np.allclose(Dm, Dm.T, rtol=1e-8, atol=1e-12) or np.abs(np.diag(Dm)).max() > 1e-12:
+        raise EvalkitInputError("D", "D must be symmetric with a zero diagonal (a dissimilarity matrix, e.g. 1 - S)")
     codes, uniques = as_labels(labels, Dm.shape[0], "labels")
     k, n = uniques.size, Dm.shape[0]
     if not 2 <= k <= n - 1:
@@ -809,6 +820,10 @@ def partition_spectral(
     rng = as_rng(seed)
     feats = _features(P, smooth)
     n = feats.n
+    if k is not None:
+        k = check_int(k, "k", minimum=2, maximum=max(2, n - 1))
+    check_int(n_init, "n_init", minimum=1)
+    check_int(n_neighbors, "n_neighbors", minimum=1)
     if affinity not in ("auto", "dense", "knn"):
         raise EvalkitInputError("affinity", f"affinity must be 'auto', 'dense' or 'knn', got {affinity!r}")
     kind = ("dense" if n <= 3000 else "knn") if affinity == "auto" else affinity
