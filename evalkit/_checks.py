@@ -143,7 +143,9 @@ def as_weights(weights: npt.ArrayLike, n: int, name: str = "weights") -> np.ndar
 
 
 def check_alpha(alpha: float) -> float:
-    """Check a significance level is strictly between 0 and 1."""
+    """Check a significance level is strictly between 0 and 1 (a number: the string "0.05" is refused)."""
+    if isinstance(alpha, (str, bytes, bool, np.bool_)) or not isinstance(alpha, (int, float, np.number)):
+        raise EvalkitInputError("alpha", f"alpha must be a number in (0, 1), got {type(alpha).__name__} {alpha!r}")
     if not 0.0 < float(alpha) < 1.0:
         raise EvalkitInputError("alpha", f"alpha must be in (0, 1), got {alpha}")
     return float(alpha)

@@ -786,8 +786,8 @@ def coverage_study(*, designs: str | npt.ArrayLike | Sequence[str | npt.ArrayLik
     from .simulate import _outcomes_draw, _sizes_resolve, simulate_calibrate
 
     check_alpha(alpha)
-    if n_reps < 2:
-        raise EvalkitInputError("n_reps", f"n_reps must be at least 2, got {n_reps}")
+    check_seed(seed)
+    n_reps = check_int(n_reps, "n_reps", minimum=2)
     unknown = [k for k in estimators if k not in COVERAGE_ESTIMATORS]
     if unknown or not estimators:
         raise EvalkitInputError(

@@ -623,7 +623,11 @@ def _load_mmlu_pro(*, cluster: str = "category", models: Any = None) -> pd.DataF
     col = {"category": "group", "src": "src"}[_choice(cluster, ("category", "src"), "cluster")]
     raw = _read_csv("mmlu_pro_official", "responses_long.csv.xz")
     if models is not None:
+        if not isinstance(models, (str, list, tuple, set)):
+            raise EvalkitInputError("models", f"models must be an id or a list of ids, got {type(models).__name__}")
         wanted = [models] if isinstance(models, str) else list(models)
+        if not wanted:
+            raise EvalkitInputError("models", "models is empty: name at least one model (or pass None for all)")
         unknown = sorted(set(wanted) - set(raw["model"].unique()))
         if unknown:
             raise EvalkitInputError(

@@ -1011,6 +1011,8 @@ def ecc_simulate(*, n_queries: int = 2000, n_models: int = 8, K: int = 4, dim: i
                         ("per_query", per_query, 1)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
             raise EvalkitInputError(name, f"{name} must be an int >= {lo}, got {v!r}")
+    check_positive(spread, "spread", allow_zero=True)
+    check_positive(emb_signal, "emb_signal", allow_zero=True)
     n_top = K if n_topics is None else int(n_topics)
     if not 1 <= n_top <= K:
         raise EvalkitInputError("n_topics", f"n_topics must be between 1 and K={K}, got {n_topics!r}")

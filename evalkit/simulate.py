@@ -17,6 +17,7 @@ because at leaderboard scale a long table would be wasteful.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 from functools import lru_cache
@@ -26,6 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special
 
+from ._checks import _real, check_range
 from .data import MISSING_REASONS
 from .errors import EvalkitInputError
 from .irt import _check_sigma, _row_step, _sigmoid
@@ -265,6 +267,10 @@ def simulate_clustered(*, n_clusters: int | None = None, cluster_size: int | Non
     [30, 5, 5]
     """
     gen = as_rng(rng)
+    check_range(mean, "mean", 0.0, 1.0, closed="neither")
+    check_range(icc, "icc", 0.0, 1.0, closed="left")
+    if not math.isfinite(_real(beta_x, "beta_x")):
+        raise EvalkitInputError("beta_x", f"beta_x must be a finite number, got {beta_x!r}")
     mu, sigma_u = simulate_calibrate(float(mean), float(icc), float(beta_x))
     n_g = _sizes_resolve(sizes, n_clusters, cluster_size, gen, dominant_share)
     M = n_g.size
