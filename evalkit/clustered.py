@@ -44,7 +44,7 @@ from ._checks import (
     check_seed,
     warn,
 )
-from .errors import DegenerateDataWarning, EvalkitInputError, RangeWarning
+from .errors import DegenerateDataWarning, EvalkitInputError, RangeWarning, SmallClustersWarning
 from .types import as_rng
 
 __all__ = [
@@ -450,7 +450,8 @@ def _design_warn(M: int, g_eff: float, share: float, stacklevel: int) -> None:
             "that carry the weight, so no cluster-robust interval can be trusted as it stands"
         )
     if parts:
-        warn("; ".join(parts) + ". Prefer CR2 with Satterthwaite df, and report G* next to M.", stacklevel=stacklevel)
+        warn("; ".join(parts) + ". Prefer CR2 with Satterthwaite df, and report G* next to M.", stacklevel=stacklevel,
+             category=SmallClustersWarning)
 
 
 def mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None = None, *,

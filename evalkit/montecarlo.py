@@ -422,7 +422,7 @@ def mc_summarise(runs: pd.DataFrame, *, scale: float = 1.0) -> pd.DataFrame:
         raise EvalkitInputError("runs", "runs is empty: there is nothing to summarise")
     scale = check_positive(scale, "scale")
     # a CSV round trip turns the empty error strings of successful replications into NaN
-    runs = runs.assign(error=runs["error"].fillna("").astype(str))
+    runs = runs.assign(error=runs["error"].astype(object).fillna("").astype(str))
     reversed_ = runs["ci_low"] > runs["ci_high"]
     if reversed_.any():
         warn(f"{int(reversed_.sum())} replications have a reversed interval (ci_low > ci_high); they are counted "
