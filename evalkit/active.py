@@ -41,8 +41,18 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import optimize, stats
 
-from ._checks import as_binary_vector, as_float_vector, check_alpha, warn
+from ._checks import (
+    as_binary_vector,
+    as_float_vector,
+    check_alpha,
+    check_int,
+    check_positive,
+    check_seed,
+    one_blas_thread,
+    warn,
+)
 from .clustered import Estimate
+from .errors import ConvergenceWarning, DegenerateDataWarning, EvalkitInputError, RangeWarning
 
 __all__ = [
     "METHODS",
@@ -131,20 +141,21 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 def _check_history(H: npt.ArrayLike, name: str = "H") -> np.ndarray:
     arr = np.asarray(H, dtype=float)
     if arr.ndim != 2:
-        raise ValueError(f"{name} must be a (n_models, n_items) matrix, got shape {arr.shape}")
+        raise EvalkitInputError(name, f"{name} must be a (n_models, n_items) matrix, got shape {arr.shape}")
     if arr.shape[0] < 3 or arr.shape[1] < 2:
-        raise ValueError(f"{name} needs at least 3 historical models and 2 items, got shape {arr.shape}")
+        raise EvalkitInputError(name, f"{name} needs at least 3 historical models and 2 items, got shape {arr.shape}")
     if np.isinf(arr).any():
-        raise ValueError(f"{name} contains infinite values")
+        raise EvalkitInputError(name, f"{name} contains infinite values")
     obs = arr[~np.isnan(arr)]
     if obs.size == 0:
-        raise ValueError(f"{name} has no observed entries")
+        raise EvalkitInputError(name, f"{name} has no observed entries")
     bad = (obs != 0) & (obs != 1)
     if bad.any():
-        raise ValueError(f"{name} must hold 0/1 outcomes (NaN = unobserved); found {int(bad.sum())} other values")
+        raise EvalkitInputError(
+            name, f"{name} must hold 0/1 outcomes (NaN = unobserved); found {int(bad.sum())} other values")
     empty_rows = int((np.isnan(arr).all(axis=1)).sum())
     if empty_rows:
-        raise ValueError(f"{name} has {empty_rows} models with no observed entry; drop them first")
+        raise EvalkitInputError(name, f"{name} has {empty_rows} models with no observed entry; drop them first")
     return arr
 
 
@@ -166,6 +177,7 @@ def _factor_objective(theta: np.ndarray, H0: np.ndarray, M: np.ndarray, k: int, 
     return f, g
 
 
+@one_blas_thread
 def active_factor_fit(H: npt.ArrayLike, *, rank: int, weight_decay: float = 1.0, max_iter: int = 500,
                       tol: float = 1e-7) -> ActiveFactors:
     """Fit the logistic factor model of [FAQ] stage 1 on the observed entries of ``H``.
@@ -209,9 +221,12 @@ def active_factor_fit(H: npt.ArrayLike, *, rank: int, weight_decay: float = 1.0,
     """
     arr = _check_history(H)
     if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 1:
-        raise ValueError(f"rank must be a positive int, got {rank!r}")
+        raise EvalkitInputError("rank", f"rank must be a positive int, got {rank!r}")
     if not weight_decay >= 0:
-        raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}")
+        raise EvalkitInputError("weight_decay", f"weight_decay must be >= 0, got {weight_decay!r}")
+    check_positive(weight_decay, "weight_decay", allow_zero=True)
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
+    tol = check_positive(tol, "tol")
     k = int(rank)
     n, N = arr.shape
     M = (~np.isnan(arr)).astype(_FLOAT)
@@ -233,6 +248,9 @@ def active_factor_fit(H: npt.ArrayLike, *, rank: int, weight_decay: float = 1.0,
     x0 = np.concatenate([U0.ravel(), V0.ravel(), b0])
     res = optimize.minimize(_factor_objective, x0, args=(H0, M, k, float(weight_decay), n_obs), jac=True,
                             method="L-BFGS-B", options={"maxiter": max_iter, "gtol": tol, "maxcor": 20})
+    if not res.success:
+        warn(f"active_factor_fit stopped before L-BFGS converged ({res.message}; {res.nit} of max_iter={max_iter} "
+             "iterations); raise max_iter or loosen tol", stacklevel=4, category=ConvergenceWarning)
     theta = res.x
     U = theta[: n * k].reshape(n, k).copy()
     V = theta[n * k: n * k + N * k].reshape(N, k).copy()
@@ -275,10 +293,12 @@ def active_factor_cv(H: npt.ArrayLike, *, ranks: Sequence[int] = (2, 4, 8, 16, 3
         Bad ``H`` (see :func:`active_factor_fit`), an empty grid or ``holdout`` outside (0, 0.5].
     """
     arr = _check_history(H)
+    check_seed(seed)
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
     if not 0 < holdout <= 0.5:
-        raise ValueError(f"holdout must be in (0, 0.5], got {holdout!r}")
+        raise EvalkitInputError("holdout", f"holdout must be in (0, 0.5], got {holdout!r}")
     if len(ranks) == 0 or len(weight_decays) == 0:
-        raise ValueError("give at least one rank and one weight decay")
+        raise EvalkitInputError("ranks", "give at least one rank and one weight decay")
     rng = np.random.default_rng(seed)
     obs = np.flatnonzero(~np.isnan(arr))
     hide = rng.choice(obs, size=max(1, int(round(holdout * obs.size))), replace=False)
@@ -331,13 +351,14 @@ class ActiveParams:
 
     def __post_init__(self) -> None:
         if not self.beta0 >= 0:
-            raise ValueError(f"beta0 must be >= 0, got {self.beta0}")
+            raise EvalkitInputError("beta0", f"beta0 must be >= 0, got {self.beta0}")
         if not (self.rho > 0 and self.gamma > 0):
-            raise ValueError(f"rho and gamma must be positive, got rho={self.rho}, gamma={self.gamma}")
+            raise EvalkitInputError("rho", f"rho and gamma must be positive, got rho={self.rho}, gamma={self.gamma}")
         if not 0 < self.tau <= 1:
-            raise ValueError(f"tau must be in (0, 1] (tau = 0 lets q_t(j) reach 0 and breaks PAI), got {self.tau}")
+            raise EvalkitInputError(
+                "tau", f"tau must be in (0, 1] (tau = 0 lets q_t(j) reach 0 and breaks PAI), got {self.tau}")
         if self.n_strata < 1:
-            raise ValueError(f"n_strata must be >= 1, got {self.n_strata}")
+            raise EvalkitInputError("n_strata", f"n_strata must be >= 1, got {self.n_strata}")
 
 
 @dataclass(frozen=True)
@@ -390,18 +411,18 @@ def _check_outcomes(Z: npt.ArrayLike, n_items: int) -> np.ndarray:
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2:
-        raise ValueError(f"Z must be a (n_models, n_items) 0/1 matrix, got shape {arr.shape}")
+        raise EvalkitInputError("Z", f"Z must be a (n_models, n_items) 0/1 matrix, got shape {arr.shape}")
     if arr.shape[1] != n_items:
-        raise ValueError(f"Z has {arr.shape[1]} items but the factor model has {n_items}; they must align")
+        raise EvalkitInputError("Z", f"Z has {arr.shape[1]} items but the factor model has {n_items}; they must align")
     if np.isnan(arr).any():
-        raise ValueError(
+        raise EvalkitInputError("Z",
             f"Z contains {int(np.isnan(arr).sum())} NaN values: the item bank must be fully observed for "
             "the queried models (restrict the bank to a model's observed items, as active_run's real-data "
             "use in notebook 06 does)"
         )
     bad = (arr != 0) & (arr != 1)
     if bad.any():
-        raise ValueError(f"Z must hold 0/1 outcomes; found {int(bad.sum())} other values")
+        raise EvalkitInputError("Z", f"Z must hold 0/1 outcomes; found {int(bad.sum())} other values")
     return arr
 
 
@@ -552,18 +573,19 @@ def active_pai(z: npt.ArrayLike, q: npt.ArrayLike, p: npt.ArrayLike, p_mean: npt
     pp = as_float_vector(p, "p")
     pm = as_float_vector(p_mean, "p_mean")
     if not zz.size == qq.size == pp.size == pm.size:
-        raise ValueError(f"z, q, p and p_mean must have the same length, got {zz.size}, {qq.size}, {pp.size}, "
+        raise EvalkitInputError(
+            "z", f"z, q, p and p_mean must have the same length, got {zz.size}, {qq.size}, {pp.size}, "
                          f"{pm.size}")
     if zz.size < 2:
-        raise ValueError("PAI needs at least 2 steps")
+        raise EvalkitInputError("n_steps", "PAI needs at least 2 steps")
     if ((qq <= 0) | (qq > 1)).any():
-        raise ValueError("q must hold the sampling probabilities q_t(I_t), in (0, 1]")
+        raise EvalkitInputError("q", "q must hold the sampling probabilities q_t(I_t), in (0, 1]")
     if ((pp < 0) | (pp > 1) | (pm < 0) | (pm > 1)).any():
-        raise ValueError("p and p_mean must be probabilities in [0, 1]")
+        raise EvalkitInputError("p", "p and p_mean must be probabilities in [0, 1]")
     if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or n_items < 1:
-        raise ValueError(f"n_items must be a positive int, got {n_items!r}")
+        raise EvalkitInputError("n_items", f"n_items must be a positive int, got {n_items!r}")
     if variance not in ("source", "empirical"):
-        raise ValueError(f"variance must be 'source' or 'empirical', got {variance!r}")
+        raise EvalkitInputError("variance", f"variance must be 'source' or 'empirical', got {variance!r}")
     check_alpha(alpha)
     est, se = _pai(zz[None], qq[None], pp[None], pm[None], int(n_items), variance)
     lo, hi = _wald(est, se, alpha)
@@ -782,6 +804,32 @@ def _active_inference_batch(Z: np.ndarray, factors: ActiveFactors, budget: int, 
     return phi_sum / N, np.sqrt(var_sum) / N, n_lab
 
 
+def _degenerate_rows(est: np.ndarray, se: np.ndarray, lo: np.ndarray, hi: np.ndarray, Zb: np.ndarray, budget: int,
+                     alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Warn about constant models and out-of-range results; Wilson intervals where the se is 0."""
+    from .clustered import interval_wilson
+
+    const = (Zb == Zb[:, :1]).all(axis=1)
+    if const.any():
+        warn(f"{int(const.sum())} row(s) of Z have every outcome equal (all correct or all wrong): the accuracy "
+             "sits on the boundary, where estimates can leave [0, 1] and standard errors collapse",
+             stacklevel=4, category=DegenerateDataWarning)
+    zero = se == 0
+    if zero.any():
+        lo, hi = lo.copy(), hi.copy()
+        for i in np.flatnonzero(zero):
+            lo[i], hi[i] = interval_wilson(float(np.clip(est[i], 0.0, 1.0)), float(budget), alpha=alpha)
+        warn(f"{int(zero.sum())} estimate(s) have se 0 (every queried outcome equal); their interval is the Wilson "
+             f"interval on the {budget} queries instead of the zero-width Wald interval",
+             stacklevel=4, category=DegenerateDataWarning)
+    out = (est < 0) | (est > 1) | (lo < 0) | (hi > 1)
+    if out.any():
+        warn(f"{int(out.sum())} of {est.size} estimates or intervals leave [0, 1] (largest estimate {est.max():.4g}, "
+             f"interval [{lo.min():.4g}, {hi.max():.4g}]); the estimator is unbiased but not range-respecting: "
+             "clip to [0, 1] for reporting", stacklevel=4, category=RangeWarning)
+    return lo, hi
+
+
 def active_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, method: str = "faq",
                params: ActiveParams | None = None, n_trials: int = 1, seed: int | np.random.SeedSequence = 0,
                alpha: float = 0.05, variance: Literal["source", "empirical"] = "source") -> ActiveResult:
@@ -835,18 +883,20 @@ def active_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, method:
     (3, 2)
     """
     if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+        raise EvalkitInputError("method", f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     arr = _check_outcomes(Z, factors.n_items)
     N = arr.shape[1]
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or not 2 <= budget <= N:
-        raise ValueError(f"budget must be an int between 2 and n_items = {N}, got {budget!r}")
+        raise EvalkitInputError("budget", f"budget must be an int between 2 and n_items = {N}, got {budget!r}")
     if method == "faq_norep" and budget >= N:
-        raise ValueError("without replacement the budget must be below n_items")
+        raise EvalkitInputError("budget", "without replacement the budget must be below n_items")
     if isinstance(n_trials, bool) or not isinstance(n_trials, (int, np.integer)) or n_trials < 1:
-        raise ValueError(f"n_trials must be a positive int, got {n_trials!r}")
+        raise EvalkitInputError("n_trials", f"n_trials must be a positive int, got {n_trials!r}")
     if variance not in ("source", "empirical"):
-        raise ValueError(f"variance must be 'source' or 'empirical', got {variance!r}")
+        raise EvalkitInputError("variance", f"variance must be 'source' or 'empirical', got {variance!r}")
     check_alpha(alpha)
+    if not isinstance(seed, np.random.SeedSequence):
+        check_seed(seed)
     prm = params if params is not None else ActiveParams()
     M = arr.shape[0]
     rngs = _rngs(seed, M, n_trials)
@@ -866,6 +916,7 @@ def active_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, method:
         se = np.concatenate([p[1] for p in parts])
     seconds = time.perf_counter() - start
     lo, hi = _wald(est, se, alpha)
+    lo, hi = _degenerate_rows(est, se, lo, hi, Zb, int(budget), alpha)
     shape = (M, n_trials)
     return ActiveResult(method=method, budget=int(budget), estimate=est.reshape(shape), se=se.reshape(shape),
                         ci_low=lo.reshape(shape), ci_high=hi.reshape(shape), truth=arr.mean(axis=1),
@@ -895,10 +946,10 @@ def active_sampling_trace(z: npt.ArrayLike, factors: ActiveFactors, budget: int,
     """
     arr = _check_outcomes(z, factors.n_items)
     if arr.shape[0] != 1:
-        raise ValueError("active_sampling_trace takes one model's outcome vector")
+        raise EvalkitInputError("y", "active_sampling_trace takes one model's outcome vector")
     N = arr.shape[1]
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or not 2 <= budget < N:
-        raise ValueError(f"budget must be an int between 2 and n_items - 1 = {N - 1}, got {budget!r}")
+        raise EvalkitInputError("budget", f"budget must be an int between 2 and n_items - 1 = {N - 1}, got {budget!r}")
     prm = params if params is not None else ActiveParams()
     _, _, info = _faq_batch(arr, factors, int(budget), prm, _rngs(seed, 1, 1), replace_draws=replace,
                             weighted=False, variance="source", trace=True)

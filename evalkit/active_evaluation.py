@@ -39,6 +39,7 @@ from .active import (
     active_run,
     active_sampling_trace,
 )
+from .errors import EvalkitInputError
 from .montecarlo import mc_summarise
 
 __all__ = [
@@ -94,7 +95,7 @@ def active_tune(Z_val: npt.ArrayLike, factors: ActiveFactors, budget: int, *,
     g = dict(_DEFAULT_GRID if grid is None else grid)
     unknown = set(g) - set(_DEFAULT_GRID)
     if unknown:
-        raise ValueError(f"unknown grid names {sorted(unknown)}; tune only beta0, rho, gamma, tau")
+        raise EvalkitInputError("grid", f"unknown grid names {sorted(unknown)}; tune only beta0, rho, gamma, tau")
     names = list(g)
     rows = []
     for combo in np.array(np.meshgrid(*[np.asarray(g[n], dtype=float) for n in names], indexing="ij")).reshape(
@@ -134,9 +135,9 @@ def active_ceiling(P: npt.ArrayLike, Z: npt.ArrayLike, budget: int) -> pd.Series
     Pa = np.atleast_2d(np.asarray(P, dtype=float))
     Za = np.atleast_2d(np.asarray(Z, dtype=float))
     if Pa.shape != Za.shape:
-        raise ValueError(f"P {Pa.shape} and Z {Za.shape} must have the same shape")
+        raise EvalkitInputError("P", f"P {Pa.shape} and Z {Za.shape} must have the same shape")
     if ((Pa <= 0) | (Pa >= 1)).any():
-        raise ValueError("P must be strictly between 0 and 1")
+        raise EvalkitInputError("P", "P must be strictly between 0 and 1")
     N = Pa.shape[1]
     s = np.sqrt(Pa * (1 - Pa))
     q = s / s.sum(axis=1, keepdims=True)
@@ -177,7 +178,7 @@ def active_evaluate(results: Sequence[ActiveResult], *, n_boot: int = 500, seed:
         One row per (budget, method).
     """
     if len(results) == 0:
-        raise ValueError("give at least one ActiveResult")
+        raise EvalkitInputError("results", "give at least one ActiveResult")
     rng = np.random.default_rng(seed)
     uniform_width = {r.budget: float(np.mean(r.ci_high - r.ci_low)) for r in results if r.method == "uniform"}
     rows = []
@@ -281,9 +282,10 @@ def active_semisynthetic(suite: str = "mmlu_pro", *, n_hist: int, n_val: int, n_
     from .datasets import oll_factors_load, oll_matrix_draw
 
     if sparsity not in SPARSITY:
-        raise ValueError(f"unknown sparsity {sparsity!r}; choose one of {', '.join(SPARSITY)}")
+        raise EvalkitInputError("sparsity", f"unknown sparsity {sparsity!r}; choose one of {', '.join(SPARSITY)}")
     if n_hist < 3 or n_val < 1 or n_test < 1:
-        raise ValueError(f"need n_hist >= 3, n_val >= 1 and n_test >= 1, got {n_hist}, {n_val}, {n_test}")
+        raise EvalkitInputError(
+            "n_hist", f"need n_hist >= 3, n_val >= 1 and n_test >= 1, got {n_hist}, {n_val}, {n_test}")
     ss = np.random.SeedSequence(seed)
     s_draw, s_split, s_mask = ss.spawn(3)
     em = oll_matrix_draw(suite, n_models=n_hist + n_val + n_test, n_items=n_items,  # type: ignore[arg-type]
@@ -449,7 +451,7 @@ def active_loo(Y: npt.ArrayLike, *, budget: float, methods: Sequence[str] = ("un
     """
     arr = _check_history(Y, "Y")
     if not 0 < budget < 1:
-        raise ValueError(f"budget is a fraction of the bank in (0, 1), got {budget!r}")
+        raise EvalkitInputError("budget", f"budget is a fraction of the bank in (0, 1), got {budget!r}")
     prm = params if params is not None else ActiveParams()
     seqs = np.random.SeedSequence(seed).spawn(arr.shape[0])
     rec: dict[str, list[tuple[float, float, np.ndarray, np.ndarray, np.ndarray]]] = {m: [] for m in methods}

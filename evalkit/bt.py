@@ -32,9 +32,10 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit, log_expit
 
-from ._checks import check_alpha
+from ._checks import check_alpha, check_int, check_positive, check_unique, warn
 from .clustered import Estimate, interval_t
 from .data import EvalMatrix
+from .errors import ConvergenceWarning, EvalkitInputError
 from .types import as_rng
 
 __all__ = [
@@ -200,11 +201,11 @@ class BTFit:
 def _encode(ids: Any, models: np.ndarray, what: str) -> np.ndarray:
     arr = np.asarray(ids)
     if arr.ndim != 1:
-        raise ValueError(f"{what} must be one-dimensional, got shape {arr.shape}")
+        raise EvalkitInputError(what, f"{what} must be one-dimensional, got shape {arr.shape}")
     idx = pd.Index(models).get_indexer(pd.Index(arr))
     if (idx < 0).any():
         unknown = sorted({str(v) for v in arr[idx < 0]})
-        raise ValueError(f"unknown {what} {unknown[:5]}{' ...' if len(unknown) > 5 else ''}: "
+        raise EvalkitInputError(what, f"unknown {what} {unknown[:5]}{' ...' if len(unknown) > 5 else ''}: "
                          f"not among the {len(models)} models {list(models)[:8]}{' ...' if len(models) > 8 else ''}")
     return idx.astype(np.intp)
 
@@ -233,22 +234,23 @@ def bt_encode(winner: npt.ArrayLike, loser: npt.ArrayLike,
     """
     w, lo = np.asarray(winner), np.asarray(loser)
     if w.ndim != 1 or lo.ndim != 1 or w.shape != lo.shape:
-        raise ValueError(f"winner and loser must be aligned 1-D arrays, got shapes {w.shape} and {lo.shape}")
+        raise EvalkitInputError(
+            "winner", f"winner and loser must be aligned 1-D arrays, got shapes {w.shape} and {lo.shape}")
     if w.size == 0:
-        raise ValueError("no comparisons: winner and loser are empty")
+        raise EvalkitInputError("winner", "no comparisons: winner and loser are empty")
     if models is None:
         mods = np.sort(pd.unique(np.concatenate([w, lo])))  # hashing, then sort the few uniques
     else:
         mods = np.asarray(models)
         if mods.ndim != 1 or mods.size < 2:
-            raise ValueError(f"models must list at least two model ids, got shape {mods.shape}")
+            raise EvalkitInputError("models", f"models must list at least two model ids, got shape {mods.shape}")
         if pd.Index(mods).has_duplicates:
-            raise ValueError("models holds duplicated ids")
+            raise EvalkitInputError("models", "models holds duplicated ids")
     iw = _encode(w, mods, "winner ids")
     il = _encode(lo, mods, "loser ids")
     same = np.flatnonzero(iw == il)
     if same.size:
-        raise ValueError(f"{same.size} comparisons have the same model as winner and loser "
+        raise EvalkitInputError("winner", f"{same.size} comparisons have the same model as winner and loser "
                          f"(first at row {same[0]}: {w[same[0]]!r}); drop them")
     return iw, il, mods
 
@@ -262,14 +264,14 @@ def _check_ml_exists(W: np.ndarray, models: np.ndarray) -> None:
     for what, bad in (("never win", wins <= 0), ("never lose", losses <= 0)):
         if bad.any():
             names = [str(m) for m in models[bad]]
-            raise ValueError(
+            raise EvalkitInputError("models",
                 f"model(s) {names[:5]} {what} (or have no comparisons): their maximum-likelihood ability is "
                 f"{'-' if what == 'never win' else '+'}infinity. Pass ridge > 0 (e.g. ridge=0.01) for finite, "
                 "shrunken abilities, or drop these models"
             )
     n_comp, _ = connected_components(sparse.csr_matrix(W > 0), directed=True, connection="strong")
     if n_comp > 1:
-        raise ValueError(
+        raise EvalkitInputError("pairs",
             f"the comparison graph splits into {n_comp} groups with no win in one direction between some of "
             "them, so the maximum-likelihood abilities do not exist (one group is infinitely better). Pass "
             "ridge > 0 (e.g. ridge=0.01), or fit each group separately"
@@ -341,20 +343,22 @@ def bt_fit(winner: npt.ArrayLike, loser: npt.ArrayLike, *, models: npt.ArrayLike
     else:
         w = np.asarray(weights, dtype=float)
         if w.shape != (n,):
-            raise ValueError(f"weights must have one entry per comparison ({n}), got shape {w.shape}")
+            raise EvalkitInputError("weights", f"weights must have one entry per comparison ({n}), got shape {w.shape}")
         if not np.isfinite(w).all() or (w < 0).any():
-            raise ValueError("weights must be finite and non-negative")
+            raise EvalkitInputError("weights", "weights must be finite and non-negative")
         if w.sum() <= 0:
-            raise ValueError("all weights are zero: no comparison carries information")
+            raise EvalkitInputError("weights", "all weights are zero: no comparison carries information")
     if not math.isfinite(ridge) or ridge < 0:
-        raise ValueError(f"ridge must be a finite number >= 0, got {ridge!r}")
+        raise EvalkitInputError("ridge", f"ridge must be a finite number >= 0, got {ridge!r}")
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
+    tol = check_positive(tol, "tol")
     M = mods.size
     if ties is None:
         W = _win_counts(iw, il, w, M)
     else:
         tie = np.asarray(ties)
         if tie.shape != (n,) or tie.dtype != bool:
-            raise ValueError(f"ties must be a bool array with one entry per comparison ({n})")
+            raise EvalkitInputError("ties", f"ties must be a bool array with one entry per comparison ({n})")
         wd = np.where(tie, 0.5 * w, w)
         W = _win_counts(iw, il, wd, M) + _win_counts(il[tie], iw[tie], wd[tie], M)
     if ridge == 0:
@@ -363,6 +367,10 @@ def bt_fit(winner: npt.ArrayLike, loser: npt.ArrayLike, *, models: npt.ArrayLike
     _, H = _grad_hess(W[None], theta, float(ridge))
     cov = np.linalg.inv(H[0]) if ridge > 0 else np.linalg.pinv(H[0], hermitian=True)
     nll = float(_objective(W[None], theta, float(ridge))[0])
+    if not conv:
+        warn(f"bt_fit: Newton's method did not converge in max_iter={max_iter} iterations (tol {tol:g}); the "
+             "strengths are not the maximum-likelihood ones; raise max_iter", stacklevel=3,
+             category=ConvergenceWarning)
     return BTFit(mods, theta[0], cov, float(ridge), n, float(w.sum()), nll, n_iter, conv)
 
 
@@ -408,16 +416,22 @@ def bt_pairs_from_matrix(Y: EvalMatrix | npt.ArrayLike, *, models: npt.ArrayLike
     else:
         A = np.asarray(Y, dtype=float)
     if A.ndim != 2:
-        raise ValueError(f"Y must be (n_models, n_items), got shape {A.shape}")
+        raise EvalkitInputError("Y", f"Y must be (n_models, n_items), got shape {A.shape}")
     obs = A[~np.isnan(A)]
     if ((obs != 0) & (obs != 1)).any():
-        raise ValueError("Y must hold 0/1 outcomes (NaN where unobserved)")
+        raise EvalkitInputError("Y", "Y must hold 0/1 outcomes (NaN where unobserved)")
     n_models, n_items = A.shape
     mods = np.arange(n_models).astype(str) if models is None else np.asarray(models).astype(str)
     its = np.arange(n_items).astype(str) if items is None else np.asarray(items).astype(str)
     clu = np.full(n_items, "all") if clusters is None else np.asarray(clusters).astype(str)
+    if clusters is not None and pd.isna(pd.Series(np.asarray(clusters, dtype=object).ravel())).any():
+        raise EvalkitInputError("clusters", "clusters contain missing (NaN or None) labels; give every item a cluster")
+    if models is not None:
+        check_unique(models, "models")
+    if items is not None:
+        check_unique(items, "items")
     if mods.shape != (n_models,) or its.shape != (n_items,) or clu.shape != (n_items,):
-        raise ValueError(f"ids do not match Y's shape {A.shape}: {mods.shape} models, {its.shape} items, "
+        raise EvalkitInputError("Y", f"ids do not match Y's shape {A.shape}: {mods.shape} models, {its.shape} items, "
                          f"{clu.shape} clusters")
     right = A == 1
     wrong = A == 0
@@ -459,9 +473,12 @@ def bt_pairs_sample(pairs: pd.DataFrame, per_item: int, *, seed: int | np.random
         The kept rows, in their original order.
     """
     if "item" not in pairs.columns:
-        raise ValueError("pairs must have an 'item' column (see bt_pairs_from_matrix, alpaca_pairs)")
+        raise EvalkitInputError("pairs", "pairs must have an 'item' column (see bt_pairs_from_matrix, alpaca_pairs)")
     if isinstance(per_item, bool) or not isinstance(per_item, (int, np.integer)) or per_item < 1:
-        raise ValueError(f"per_item must be a positive int, got {per_item!r}")
+        raise EvalkitInputError("per_item", f"per_item must be a positive int, got {per_item!r}")
+    if pairs["item"].isna().any():
+        raise EvalkitInputError(
+            "pairs", f"pairs['item'] has {int(pairs['item'].isna().sum())} missing ids; those rows would vanish")
     rng = as_rng(seed)
     key = rng.random(len(pairs))
     rank = pd.Series(key, index=pairs.index).groupby(pairs["item"].to_numpy(), sort=False).rank(method="first")
@@ -488,7 +505,7 @@ def bt_simulate(theta: npt.ArrayLike, n_comparisons: int, *, seed: int | np.rand
     """
     th = np.asarray(theta, dtype=float)
     if th.ndim != 1 or th.size < 2 or not np.isfinite(th).all():
-        raise ValueError("theta must be a finite 1-D array of at least two abilities")
+        raise EvalkitInputError("theta", "theta must be a finite 1-D array of at least two abilities")
     rng = as_rng(seed)
     M = th.size
     mods = np.array([f"m{j}" for j in range(M)]) if models is None else np.asarray(models)

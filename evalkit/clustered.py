@@ -28,7 +28,23 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
-from ._checks import as_binary_vector, as_float_vector, as_labels, as_weights, check_alpha, warn
+from ._checks import (
+    _real,
+    align_series,
+    as_binary_vector,
+    as_float_vector,
+    as_labels,
+    as_weights,
+    cap_n_effective,
+    check_alpha,
+    check_int,
+    check_interval,
+    check_positive,
+    check_range,
+    check_seed,
+    warn,
+)
+from .errors import DegenerateDataWarning, EvalkitInputError, RangeWarning, SmallClustersWarning
 from .types import as_rng
 
 __all__ = [
@@ -118,6 +134,11 @@ def _t_quantile(df: float, alpha: float) -> float:
 def interval_t(estimate: float, se: float, df: float, alpha: float = 0.05) -> tuple[float, float]:
     """Two-sided ``t`` interval ``estimate -/+ t_{1-alpha/2, df} * se`` (normal when ``df`` is inf)."""
     check_alpha(alpha)
+    estimate = _real(estimate, "estimate")
+    if not math.isfinite(estimate):
+        raise EvalkitInputError("estimate", f"estimate must be finite, got {estimate}")
+    se = check_positive(se, "se", allow_zero=True)
+    df = check_positive(df, "df", allow_inf=True)
     q = _t_quantile(df, alpha)
     return float(estimate - q * se), float(estimate + q * se)
 
@@ -149,10 +170,12 @@ def interval_wilson(p: float, n_eff: float, *, df: float = math.inf, alpha: floa
     Notebook: ``00-why-the-average-lies``.
     """
     check_alpha(alpha)
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"p must be a proportion in [0, 1], got {p}")
-    if not n_eff > 0 or not math.isfinite(n_eff):
-        raise ValueError(f"n_eff must be positive and finite, got {n_eff}")
+    p = check_range(p, "p", 0.0, 1.0)
+    n_eff = check_positive(n_eff, "n_eff")
+    df = check_positive(df, "df", allow_inf=True)
+    if n_eff < 1e-6:
+        raise EvalkitInputError("n_eff", f"n_eff={n_eff:g} is below one millionth of an item; an effective sample "
+                                         "size is a count of items")
     q2 = _t_quantile(df, alpha) ** 2
     denom = 1.0 + q2 / n_eff
     centre = (p + q2 / (2 * n_eff)) / denom
@@ -250,7 +273,7 @@ def _cr2_rows(w: np.ndarray, codes: np.ndarray, n_clusters: int, weights_kind: s
         safe_nd = np.where(plane, nd, 1.0)
         return w + (m1 / sq)[codes] + np.where(plane[codes], (m2 / safe_nd)[codes] * d, 0.0)
     if weights_kind != "inverse_variance":  # pragma: no cover - guarded by callers
-        raise ValueError(f"unknown weights_kind {weights_kind!r}")
+        raise EvalkitInputError("weights_kind", f"unknown weights_kind {weights_kind!r}")
     E = np.empty_like(w)
     order = np.argsort(codes, kind="stable")
     starts = np.searchsorted(codes[order], np.arange(n_clusters + 1))
@@ -400,7 +423,7 @@ def clusters_effective(clusters: npt.ArrayLike, *, weights: npt.ArrayLike | None
     Notebook: ``00-why-the-average-lies``.
     """
     if not 0.0 <= rho <= 1.0:
-        raise ValueError(f"rho must be in [0, 1], got {rho}")
+        raise EvalkitInputError("rho", f"rho must be in [0, 1], got {rho}")
     clus = np.asarray(clusters)
     codes, uniques = as_labels(clus, clus.shape[0] if clus.ndim else 0)
     w = np.ones(codes.size) if weights is None else as_weights(weights, codes.size)
@@ -427,7 +450,8 @@ def _design_warn(M: int, g_eff: float, share: float, stacklevel: int) -> None:
             "that carry the weight, so no cluster-robust interval can be trusted as it stands"
         )
     if parts:
-        warn("; ".join(parts) + ". Prefer CR2 with Satterthwaite df, and report G* next to M.", stacklevel=stacklevel)
+        warn("; ".join(parts) + ". Prefer CR2 with Satterthwaite df, and report G* next to M.", stacklevel=stacklevel,
+             category=SmallClustersWarning)
 
 
 def mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None = None, *,
@@ -555,22 +579,28 @@ def _mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None, weights: np
                    alpha: float, binary: bool, df: str, weights_kind: str, interval: str, *,
                    stacklevel: int) -> Estimate:
     """The body of :func:`mean_estimate`; ``stacklevel`` points warnings at the user's call."""
+    clusters = cast("npt.ArrayLike | None", align_series(y, clusters, "clusters"))
+    weights = cast("npt.ArrayLike | None", align_series(y, weights, "weights"))
     y = as_binary_vector(y, "y") if binary else as_float_vector(y, "y")
     check_alpha(alpha)
     if se not in _SE_KINDS:
-        raise ValueError(f"se must be one of {_SE_KINDS}, got {se!r}")
+        raise EvalkitInputError("se", f"se must be one of {_SE_KINDS}, got {se!r}")
     if df not in ("auto", "satterthwaite", "clusters"):
-        raise ValueError(f"df must be 'auto', 'satterthwaite' or 'clusters', got {df!r}")
+        raise EvalkitInputError("df", f"df must be 'auto', 'satterthwaite' or 'clusters', got {df!r}")
     if weights_kind not in ("sampling", "inverse_variance"):
-        raise ValueError(f"weights_kind must be 'sampling' or 'inverse_variance', got {weights_kind!r}")
+        raise EvalkitInputError(
+            "weights_kind", f"weights_kind must be 'sampling' or 'inverse_variance', got {weights_kind!r}")
     if interval not in ("t", "wilson"):
-        raise ValueError(f"interval must be 't' or 'wilson', got {interval!r}")
+        raise EvalkitInputError("interval", f"interval must be 't' or 'wilson', got {interval!r}")
     if interval == "wilson" and not binary:
-        raise ValueError("interval='wilson' is for proportions: it needs binary=True")
+        raise EvalkitInputError("interval", "interval='wilson' is for proportions: it needs binary=True")
     n = y.size
     w = np.ones(n) if weights is None else as_weights(weights, n)
     W = float(w.sum())
     theta = float(np.dot(w, y) / W)
+    constant = bool((y == y[0]).all())
+    if constant:
+        theta = float(y[0])   # exact: a weighted mean of equal outcomes is that outcome, not 1 - 1e-16
     if binary:
         theta = min(1.0, max(0.0, theta))
     e = y - theta
@@ -578,7 +608,7 @@ def _mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None, weights: np
 
     if se == "iid":
         if n < 2:
-            raise ValueError("need at least two observations for a standard error")
+            raise EvalkitInputError("y", "need at least two observations for a standard error")
         var = n / (n - 1) * float(np.sum((w * e) ** 2)) / W**2
         dof = float(n - 1)
         n_floor = W**2 / float(np.dot(w, w))
@@ -587,11 +617,11 @@ def _mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None, weights: np
         method = f"{label}, iid"
     else:
         if clusters is None:
-            raise ValueError(f"se={se!r} needs cluster labels; pass clusters= or use se='iid'")
+            raise EvalkitInputError("se", f"se={se!r} needs cluster labels; pass clusters= or use se='iid'")
         codes, uniques = as_labels(clusters, n)
         M = int(uniques.size)
         if M < 2:
-            raise ValueError(
+            raise EvalkitInputError("clusters",
                 "only one cluster: a cluster-robust variance needs at least two clusters "
                 "(with a single cluster the data carry no information about between-cluster variation)"
             )
@@ -601,6 +631,8 @@ def _mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None, weights: np
         var, dof, use_satt = _contrast_variance([(1.0, w, e, codes)], M, se, df, weights_kind)
         n_floor = W**2 / float(np.dot(Wg, Wg))
         method = f"{label}, {se}" + (", Satterthwaite df" if use_satt else "")
+    if constant:
+        var = 0.0
     s = math.sqrt(var)
     if interval == "wilson":
         kish = W**2 / float(np.dot(w, w))
@@ -610,9 +642,15 @@ def _mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None, weights: np
         method += ", Wilson"
     else:
         lo, hi = interval_t(theta, s, dof, alpha)
-        if binary and s == 0.0:
+        if binary and constant:
             warn(f"every outcome is {int(theta)}: the t interval collapses to [{theta:g}, {theta:g}] with se 0; "
-                 "use interval='wilson' for a boundary-aware interval", stacklevel=stacklevel)
+                 "use interval='wilson' for a boundary-aware interval", stacklevel=stacklevel,
+                 category=DegenerateDataWarning)
+        elif s == 0.0:
+            why = "every outcome is equal" if constant else "every cluster has the same mean"
+            warn(f"the standard error is 0 ({why}), so the t interval [{lo:.4g}, {hi:.4g}] has zero width; "
+                 "it does not express sampling uncertainty (use interval='wilson' for 0/1 outcomes)",
+                 stacklevel=stacklevel, category=RangeWarning)
         elif binary and (lo < 0.0 or hi > 1.0):
             warn(f"the t interval [{lo:.3g}, {hi:.3g}] for the accuracy {theta:.3g} leaves [0, 1] (an accuracy "
                  "near 0 or 1, or very few degrees of freedom); interval='wilson' stays inside [0, 1]",
@@ -656,8 +694,12 @@ def paired_estimate(y_a: npt.ArrayLike, y_b: npt.ArrayLike, clusters: npt.ArrayL
     a = as_binary_vector(y_a, "y_a")
     b = as_binary_vector(y_b, "y_b")
     if a.size != b.size:
-        raise ValueError(f"y_a has {a.size} items and y_b {b.size}; a paired comparison needs the same items")
+        raise EvalkitInputError(
+            "y_a", f"y_a has {a.size} items and y_b {b.size}; a paired comparison needs the same items")
+    clusters = cast("npt.ArrayLike | None", align_series(y_a, clusters, "clusters"))
     est = _mean_estimate(a - b, clusters, None, se, alpha, False, df, "sampling", "t", stacklevel=4)
+    if est.ci_low < -1.0 or est.ci_high > 1.0:
+        check_interval(est.estimate, est.ci_low, est.ci_high, "paired difference", lower=-1.0, upper=1.0)
     return Estimate(est.estimate, est.se, est.ci_low, est.ci_high, est.df,
                     est.method.replace("mean", "paired difference"), est.n, est.n_clusters,
                     est.n_clusters_effective)
@@ -745,11 +787,12 @@ def coverage_study(*, designs: str | npt.ArrayLike | Sequence[str | npt.ArrayLik
     from .simulate import _outcomes_draw, _sizes_resolve, simulate_calibrate
 
     check_alpha(alpha)
-    if n_reps < 2:
-        raise ValueError(f"n_reps must be at least 2, got {n_reps}")
+    check_seed(seed)
+    n_reps = check_int(n_reps, "n_reps", minimum=2)
     unknown = [k for k in estimators if k not in COVERAGE_ESTIMATORS]
     if unknown or not estimators:
-        raise ValueError(f"estimators must be keys of COVERAGE_ESTIMATORS {list(COVERAGE_ESTIMATORS)}, got {unknown}")
+        raise EvalkitInputError(
+            "estimators", f"estimators must be keys of COVERAGE_ESTIMATORS {list(COVERAGE_ESTIMATORS)}, got {unknown}")
     named: list[tuple[str, str | npt.ArrayLike]]
     if isinstance(designs, Mapping):
         named = [(str(k), v) for k, v in designs.items()]
@@ -773,7 +816,7 @@ def coverage_study(*, designs: str | npt.ArrayLike | Sequence[str | npt.ArrayLik
         all_sizes[name] = n_g.tolist()
         M, N = int(n_g.size), int(n_g.sum())
         if M < 2:
-            raise ValueError(f"design {name!r} has a single cluster")
+            raise EvalkitInputError("designs", f"design {name!r} has a single cluster")
         Y = np.empty((n_reps, N))
         for r in range(n_reps):
             Y[r] = _outcomes_draw(np.random.default_rng(children[r]), n_g, mu, sigma_u, float(beta_x))[4]
@@ -856,13 +899,19 @@ def bootstrap_cluster(statistic: Callable[[np.ndarray, np.ndarray], float], clus
         in ``method``.
     """
     check_alpha(alpha)
+    n_boot = check_int(n_boot, "n_boot", minimum=1)
+    seed = check_seed(seed)
     if n_boot < 50:
-        raise ValueError(f"n_boot={n_boot} is too small for a bootstrap interval; use at least 50 (999 is typical)")
+        raise EvalkitInputError(
+            "n_boot", f"n_boot={n_boot} is too small for a bootstrap interval; use at least 50 (999 is typical)")
     clus = np.asarray(clusters)
     codes, uniques = as_labels(clus, clus.shape[0])
     M = uniques.size
     if M < 2:
-        raise ValueError("only one cluster: the cluster bootstrap needs at least two clusters")
+        raise EvalkitInputError("clusters", "only one cluster: the cluster bootstrap needs at least two clusters")
+    if not callable(statistic):
+        raise EvalkitInputError("statistic", f"statistic must be a callable (rows, cluster_ids) -> float, got "
+                                             f"{type(statistic).__name__}")
     rng = as_rng(seed)
     order = np.argsort(codes, kind="stable")
     starts = np.searchsorted(codes[order], np.arange(M + 1))
@@ -879,12 +928,17 @@ def bootstrap_cluster(statistic: Callable[[np.ndarray, np.ndarray], float], clus
         ids = np.repeat(np.arange(M), [members[g].size for g in pick])
         try:
             reps[b] = statistic(rows, ids)
+            if not math.isfinite(reps[b]):
+                reps[b] = np.nan
         except (ValueError, np.linalg.LinAlgError, FloatingPointError):
             continue
     ok = reps[~np.isnan(reps)]
     n_fail = n_boot - ok.size
     if ok.size < 0.9 * n_boot:
-        raise ValueError(f"{n_fail} of {n_boot} bootstrap resamples failed; the statistic is unstable on this data")
+        raise EvalkitInputError(
+            "statistic", f"{n_fail} of {n_boot} bootstrap resamples failed; the statistic is unstable on this data")
+    if not math.isfinite(full):
+        raise EvalkitInputError("statistic", f"the statistic on the full data is {full}, not a finite number")
     lo, hi = np.quantile(ok, [alpha / 2, 1 - alpha / 2])
     method = "cluster bootstrap" + (f" ({n_fail} failed resamples dropped)" if n_fail else "")
     return Estimate(full, float(ok.std(ddof=1)), float(lo), float(hi), math.inf, method, int(codes.size), int(M))
@@ -924,9 +978,9 @@ def icc_anova(y: npt.ArrayLike, clusters: npt.ArrayLike) -> float:
     codes, uniques = as_labels(clusters, y.size)
     M, N = uniques.size, y.size
     if M < 2:
-        raise ValueError("the ICC needs at least two clusters")
+        raise EvalkitInputError("clusters", "the ICC needs at least two clusters")
     if N <= M:
-        raise ValueError("the ICC needs clusters with more than one item")
+        raise EvalkitInputError("clusters", "the ICC needs clusters with more than one item")
     n_g = np.bincount(codes, minlength=M).astype(float)
     mean_g = np.bincount(codes, weights=y, minlength=M) / n_g
     grand = y.mean()
@@ -935,8 +989,14 @@ def icc_anova(y: npt.ArrayLike, clusters: npt.ArrayLike) -> float:
     n0 = (N - np.sum(n_g**2) / N) / (M - 1)
     denom = msb + (n0 - 1) * msw
     if denom <= 0:
-        raise ValueError("all outcomes are identical: the ICC is undefined")
-    return float((msb - msw) / denom)
+        raise EvalkitInputError("y", "all outcomes are identical: the ICC is undefined")
+    rho = float((msb - msw) / denom)
+    floor = -1.0 / (n0 - 1.0) if n0 > 1 else -1.0
+    if rho < max(floor, -1.0):
+        warn(f"the ANOVA ICC {rho:.3g} is below its lower limit {max(floor, -1.0):.3g} (-1/(n0 - 1)); "
+             "within-cluster outcomes disagree more than chance allows, check the cluster labels",
+             category=RangeWarning)
+    return rho
 
 
 def icc_latent(sigma_u: float) -> float:
@@ -948,7 +1008,7 @@ def icc_latent(sigma_u: float) -> float:
         Standard deviation of the cluster random intercept on the logit scale.
     """
     if not np.isfinite(sigma_u) or sigma_u < 0:
-        raise ValueError(f"sigma_u must be a finite non-negative SD, got {sigma_u}")
+        raise EvalkitInputError("sigma_u", f"sigma_u must be a finite non-negative SD, got {sigma_u}")
     v = float(sigma_u) ** 2
     return v / (v + math.pi**2 / 3)
 
@@ -988,26 +1048,29 @@ def deff_from_icc(m_bar: float | npt.ArrayLike, rho: float) -> float:
     >>> round(deff_from_icc(49, 0.2), 2)
     10.6
     """
-    if not -1 <= rho <= 1:
-        raise ValueError(f"rho must be a correlation in [-1, 1], got {rho}")
+    rho = check_range(rho, "rho", -1.0, 1.0)
     if np.ndim(m_bar) == 0:
         m = float(m_bar)  # type: ignore[arg-type]
         if not m >= 1:
-            raise ValueError(f"m_bar is a cluster size and must be >= 1, got {m}")
+            raise EvalkitInputError("m_bar", f"m_bar is a cluster size and must be >= 1, got {m}")
     else:
         n_g = np.asarray(m_bar, dtype=float)
         if n_g.ndim != 1 or n_g.size == 0 or not np.isfinite(n_g).all() or (n_g < 1).any() \
                 or (n_g != np.round(n_g)).any():
-            raise ValueError("cluster sizes must be a non-empty 1-D array of integers >= 1")
+            raise EvalkitInputError("m_bar", "cluster sizes must be a non-empty 1-D array of integers >= 1")
         m = float(np.dot(n_g, n_g) / n_g.sum())
+    if m > 1 and rho < -1.0 / (m - 1.0):
+        raise EvalkitInputError(
+            "rho", f"rho={rho} is below -1/(m - 1) = {-1.0 / (m - 1.0):.4g}, the smallest correlation clusters "
+            f"of size {m:g} allow; the design effect would be negative")
     return 1.0 + (m - 1.0) * float(rho)
 
 
 def n_effective(n: float, deff: float) -> float:
     """Effective sample size ``n / deff``: the number of independent items carrying the same information."""
-    if deff <= 0:
-        raise ValueError(f"deff must be positive, got {deff}")
-    return float(n) / float(deff)
+    n = check_positive(n, "n")
+    deff = check_positive(deff, "deff")
+    return cap_n_effective(n / deff, n, stacklevel=4)
 
 
 def deff_empirical(y: npt.ArrayLike, clusters: npt.ArrayLike, *, weights: npt.ArrayLike | None = None) -> float:
@@ -1033,11 +1096,11 @@ def deff_empirical(y: npt.ArrayLike, clusters: npt.ArrayLike, *, weights: npt.Ar
     w = np.ones(n) if weights is None else as_weights(weights, n)
     codes, uniques = as_labels(clusters, n)
     if uniques.size < 2:
-        raise ValueError("the design effect needs at least two clusters")
+        raise EvalkitInputError("clusters", "the design effect needs at least two clusters")
     W = w.sum()
     scores = w * (y - np.dot(w, y) / W)
     v_iid = float(np.sum(scores**2)) / W**2
     if v_iid == 0:
-        raise ValueError("all outcomes are identical: the design effect is undefined")
+        raise EvalkitInputError("y", "all outcomes are identical: the design effect is undefined")
     v_cl = cluster_scores_variance(scores, codes, uniques.size, W, "CR0")
     return float(v_cl / v_iid)

@@ -22,6 +22,8 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
+from ._checks import check_unique
+from .errors import EvalkitInputError
 from .types import Matrix
 
 __all__ = [
@@ -70,14 +72,14 @@ def long_validate(df: pd.DataFrame, *, extra_statuses: Sequence[str] = ()) -> pd
         raise TypeError(f"expected a pandas DataFrame, got {type(df).__name__}")
     missing_cols = [c for c in LONG_COLUMNS if c not in df.columns]
     if missing_cols:
-        raise ValueError(
+        raise EvalkitInputError("df",
             f"long table lacks columns {missing_cols}; it needs {list(LONG_COLUMNS)} "
             "(correct = 0/1 or NaN, status = one of evalkit.STATUSES)"
         )
     out = df.copy()
     for col in ("model", "item", "cluster", "status"):
         if out[col].isna().any():
-            raise ValueError(f"column {col!r} has {int(out[col].isna().sum())} missing values")
+            raise EvalkitInputError("df", f"column {col!r} has {int(out[col].isna().sum())} missing values")
         _check_one_label_type(out[col], col)
         out[col] = out[col].astype(str)
     out["correct"] = _as_numeric(out["correct"], "correct")
@@ -85,28 +87,30 @@ def long_validate(df: pd.DataFrame, *, extra_statuses: Sequence[str] = ()) -> pd
     allowed = set(STATUSES) | set(extra_statuses)
     unknown = sorted(set(out["status"].unique()) - allowed)
     if unknown:
-        raise ValueError(f"unknown status values {unknown}; allowed: {sorted(allowed)}")
+        raise EvalkitInputError("df", f"unknown status values {unknown}; allowed: {sorted(allowed)}")
 
     dup = out.duplicated(["model", "item"])
     if dup.any():
         first = out.loc[dup, ["model", "item"]].iloc[0].tolist()
-        raise ValueError(f"{int(dup.sum())} duplicate (model, item) rows, e.g. {first}")
+        raise EvalkitInputError("df", f"{int(dup.sum())} duplicate (model, item) rows, e.g. {first}")
 
     n_labels = out.groupby("item", sort=False)["cluster"].nunique()
     if (n_labels > 1).any():
         item = n_labels.index[n_labels > 1][0]
-        raise ValueError(f"item {item!r} carries more than one cluster label; clusters belong to items")
+        raise EvalkitInputError("df", f"item {item!r} carries more than one cluster label; clusters belong to items")
 
     ok = out["status"] == "ok"
     y_ok = out.loc[ok, "correct"]
     if y_ok.isna().any():
-        raise ValueError(f"{int(y_ok.isna().sum())} rows have status 'ok' but no outcome; give them a missing reason")
+        raise EvalkitInputError(
+            "df", f"{int(y_ok.isna().sum())} rows have status 'ok' but no outcome; give them a missing reason")
     bad = ~y_ok.isin([0.0, 1.0])
     if bad.any():
-        raise ValueError(f"outcomes must be 0/1; found {int(bad.sum())} other values such as {y_ok[bad].iloc[0]!r}")
+        raise EvalkitInputError(
+            "df", f"outcomes must be 0/1; found {int(bad.sum())} other values such as {y_ok[bad].iloc[0]!r}")
     graded_missing = out.loc[~ok, "correct"].notna()
     if graded_missing.any():
-        raise ValueError(
+        raise EvalkitInputError("df",
             f"{int(graded_missing.sum())} rows have a missing reason but an outcome; set correct to NaN "
             "and keep any upstream score in a column such as 'correct_reported'"
         )
@@ -123,7 +127,7 @@ def _check_one_label_type(col: pd.Series, name: str) -> None:
     if has_str and has_num:
         num = col[col.map(lambda v: not isinstance(v, str))].iloc[0]
         txt = col[col.map(lambda v: isinstance(v, str))].iloc[0]
-        raise ValueError(
+        raise EvalkitInputError(name,
             f"column {name!r} mixes numbers and strings (for example {num!r} and {txt!r}); labels that "
             f"print alike would be merged. Convert the column to one type first, e.g. df[{name!r}].astype(str)"
         )
@@ -136,15 +140,15 @@ def _as_numeric(col: pd.Series, name: str) -> pd.Series:
     except (ValueError, TypeError):
         bad = pd.to_numeric(col, errors="coerce").isna() & col.notna()
         example = col[bad].iloc[0] if bad.any() else None
-        raise ValueError(
+        raise EvalkitInputError(name,
             f"column {name!r} must be numeric (0/1, NaN where missing); found {int(bad.sum())} non-numeric "
             f"values such as {example!r}"
         ) from None
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
-    """A read-only view of ``a`` (no copy; the caller's own array stays writable)."""
-    v = a.view()
+    """A read-only copy of ``a`` (the caller's own array stays writable, and editing it cannot change ours)."""
+    v = np.array(a, copy=True)
     v.flags.writeable = False
     return v
 
@@ -187,32 +191,40 @@ class EvalMatrix:
     def __post_init__(self) -> None:
         Y = np.asarray(self.Y)
         if Y.ndim != 2:
-            raise ValueError(f"Y must be (n_models, n_items), got shape {Y.shape}")
+            raise EvalkitInputError("Y", f"Y must be (n_models, n_items), got shape {Y.shape}")
         n_models, n_items = Y.shape
         if np.asarray(self.status).shape != Y.shape:
-            raise ValueError(f"status has shape {np.asarray(self.status).shape}, Y has {Y.shape}")
+            raise EvalkitInputError("status", f"status has shape {np.asarray(self.status).shape}, Y has {Y.shape}")
         for name, arr, n in (("models", self.models, n_models), ("items", self.items, n_items),
                              ("clusters", self.clusters, n_items)):
             if np.asarray(arr).shape != (n,):
-                raise ValueError(f"{name} must have shape ({n},), got {np.asarray(arr).shape}")
+                raise EvalkitInputError(name, f"{name} must have shape ({n},), got {np.asarray(arr).shape}")
         obs = ~np.isnan(Y)
         if not np.isin(Y[obs], (0.0, 1.0)).all():
-            raise ValueError("Y must hold 0/1 where observed")
+            raise EvalkitInputError("Y", "Y must hold 0/1 where observed")
         st = np.asarray(self.status)
         if st.dtype.kind not in "iu":
-            raise ValueError(f"status must hold integer codes into STATUSES, got dtype {st.dtype}")
+            raise EvalkitInputError("status", f"status must hold integer codes into STATUSES, got dtype {st.dtype}")
         bad = (st < 0) | (st >= len(STATUSES))
         if bad.any():
-            raise ValueError(
+            raise EvalkitInputError("status",
                 f"status holds {int(bad.sum())} codes outside 0..{len(STATUSES) - 1} (e.g. {int(st[bad][0])}); "
                 f"code i means STATUSES[i] = {STATUSES}"
             )
         if (st[obs] != 0).any() or (st[~obs] == 0).any():
-            raise ValueError("status must be 0 ('ok') exactly where Y is observed")
+            raise EvalkitInputError("status", "status must be 0 ('ok') exactly where Y is observed")
         models = np.asarray(self.models)
         uniq, counts = np.unique(models, return_counts=True)
         if (counts > 1).any():
-            raise ValueError(f"duplicate model ids {uniq[counts > 1][:3].tolist()}; every row needs its own model id")
+            raise EvalkitInputError(
+                "models", f"duplicate model ids {uniq[counts > 1][:3].tolist()}; every row needs its own model id")
+        check_unique(models, "models")
+        check_unique(self.items, "items")
+        if self.item_info is not None:
+            if not isinstance(self.item_info, pd.DataFrame) or len(self.item_info) != n_items:
+                raise EvalkitInputError(
+                    "item_info", f"item_info must be a DataFrame with one row per item ({n_items}), got "
+                    f"{type(self.item_info).__name__} of length {len(self.item_info)}")
         clusters = np.asarray(self.clusters)
         if clusters.dtype.kind == "f":
             n_nan = int(np.isnan(clusters).sum())
@@ -221,7 +233,8 @@ class EvalMatrix:
         else:
             n_nan = 0
         if n_nan:
-            raise ValueError(f"clusters has {n_nan} missing (NaN or None) labels; give every item a cluster")
+            raise EvalkitInputError(
+                "clusters", f"clusters has {n_nan} missing (NaN or None) labels; give every item a cluster")
         for name, arr in (("Y", Y), ("status", st), ("models", models), ("items", np.asarray(self.items)),
                           ("clusters", clusters)):
             object.__setattr__(self, name, _readonly(arr))
@@ -293,7 +306,7 @@ def long_to_matrix(df: pd.DataFrame, *, fill_status: str = "not_run",
         absent or takes more than one value for the same item.
     """
     if fill_status not in MISSING_REASONS:
-        raise ValueError(f"fill_status must be one of {MISSING_REASONS}, got {fill_status!r}")
+        raise EvalkitInputError("fill_status", f"fill_status must be one of {MISSING_REASONS}, got {fill_status!r}")
     df = long_validate(df)
     models = pd.unique(df["model"])
     items = pd.unique(df["item"])
@@ -313,12 +326,12 @@ def long_to_matrix(df: pd.DataFrame, *, fill_status: str = "not_run",
     if cols:
         missing = [c for c in cols if c not in df.columns]
         if missing:
-            raise ValueError(f"item_columns {missing} are not in the table")
+            raise EvalkitInputError("item_columns", f"item_columns {missing} are not in the table")
         n_values = df.groupby("item", sort=False)[cols].nunique(dropna=False)
         for c in cols:
             varying = n_values.index[n_values[c] > 1]
             if len(varying):
-                raise ValueError(
+                raise EvalkitInputError("df",
                     f"item column {c!r} is not constant per item: {len(varying)} items carry several "
                     f"values, e.g. item {varying[0]!r}; keep per-answer columns in the long table"
                 )

@@ -55,6 +55,7 @@ import pandas as pd
 
 from ._checks import warn
 from .data import EvalMatrix, long_to_matrix, long_validate
+from .errors import EvalkitInputError
 from .types import as_rng
 
 __all__ = [
@@ -417,7 +418,7 @@ def _spec(name: str) -> DatasetSpec:
     except KeyError:
         close = difflib.get_close_matches(name, list(DATASETS), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ValueError(
+        raise EvalkitInputError(name,
             f"unknown dataset {name!r}.{hint} Registered datasets: {sorted(DATASETS)} (see evalkit.dataset_list())"
         ) from None
 
@@ -486,7 +487,7 @@ def _read_first_intact(
 def _verified(name: str, filename: str) -> tuple[Path, bytes]:
     spec = _spec(name)
     if not isinstance(filename, str) or filename not in spec.files:
-        raise ValueError(f"dataset {name!r} has no file {filename!r}; its files are {sorted(spec.files)}")
+        raise EvalkitInputError(name, f"dataset {name!r} has no file {filename!r}; its files are {sorted(spec.files)}")
     return _read_first_intact(spec, filename, spec.files[filename], dataset_search_path(), "file", _what_to_do(spec))
 
 
@@ -643,7 +644,7 @@ def _read_npz(name: str, filename: str) -> dict[str, np.ndarray]:
 
 def _choice(value: Any, allowed: tuple[str, ...], what: str) -> Any:
     if value not in allowed:
-        raise ValueError(f"{what} must be one of {list(allowed)}, got {value!r}")
+        raise EvalkitInputError(what, f"{what} must be one of {list(allowed)}, got {value!r}")
     return value
 
 
@@ -657,10 +658,15 @@ def _load_mmlu_pro(*, cluster: str = "category", models: Any = None) -> pd.DataF
     col = {"category": "group", "src": "src"}[_choice(cluster, ("category", "src"), "cluster")]
     raw = _read_csv("mmlu_pro_official", "responses_long.csv.xz")
     if models is not None:
+        if not isinstance(models, (str, list, tuple, set)):
+            raise EvalkitInputError("models", f"models must be an id or a list of ids, got {type(models).__name__}")
         wanted = [models] if isinstance(models, str) else list(models)
+        if not wanted:
+            raise EvalkitInputError("models", "models is empty: name at least one model (or pass None for all)")
         unknown = sorted(set(wanted) - set(raw["model"].unique()))
         if unknown:
-            raise ValueError(f"unknown MMLU-Pro models {unknown}; available: {sorted(raw['model'].unique())}")
+            raise EvalkitInputError(
+                "models", f"unknown MMLU-Pro models {unknown}; available: {sorted(raw['model'].unique())}")
         raw = raw[raw["model"].isin(wanted)]
     status = raw["status"].map({"ok": "ok", "parse_failure": "parse_failure", "no_record": "not_run"})
     if status.isna().any():
@@ -726,7 +732,7 @@ def _alpaca_raw(annotator: str) -> pd.DataFrame:
     raw = _read_csv("alpaca_eval", "judgments_long.csv.xz")
     available = sorted(raw["annotator"].unique())
     if annotator not in available:
-        raise ValueError(f"unknown AlpacaEval annotator {annotator!r}; available: {available}")
+        raise EvalkitInputError("annotator", f"unknown AlpacaEval annotator {annotator!r}; available: {available}")
     return raw[raw["annotator"] == annotator]
 
 
@@ -998,7 +1004,7 @@ def dataset_items(name: str) -> pd.DataFrame:
         parts = [oll_factors_load(s)[2].assign(suite=s) for s in _OLL_SUITES]
         return pd.concat(parts, ignore_index=True)
     if name not in _ITEM_FILES:
-        raise ValueError(f"dataset {name!r} has no item table")
+        raise EvalkitInputError(name, f"dataset {name!r} has no item table")
     filename, id_col = _ITEM_FILES[spec.name]
     items = _read_csv(name, filename)
     items.insert(0, "item", items[id_col].astype(str))
@@ -1037,7 +1043,7 @@ def dataset_texts(name: str, *, root: str | os.PathLike[str] | None = None) -> p
     """
     spec = _spec(name)
     if not spec.texts:
-        raise ValueError(
+        raise EvalkitInputError(name,
             f"dataset {name!r} has no item texts; datasets with texts: "
             f"{sorted(s.name for s in DATASETS.values() if s.texts)}"
         )
@@ -1230,7 +1236,7 @@ def _subsample(rng: np.random.Generator, n: int, k: int | None, what: str) -> np
     if k is None:
         return np.arange(n)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
-        raise ValueError(f"{what} must be an int between 1 and {n} (or None for all), got {k!r}")
+        raise EvalkitInputError(what, f"{what} must be an int between 1 and {n} (or None for all), got {k!r}")
     return np.sort(rng.choice(n, size=int(k), replace=False))
 
 

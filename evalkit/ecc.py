@@ -40,9 +40,10 @@ from scipy import stats
 from scipy.sparse.linalg import svds
 from scipy.special import expit, log_expit
 
-from ._checks import check_alpha
+from ._checks import check_alpha, check_int, check_positive, check_seed, warn
 from .bt import _newton, bt_encode, bt_pairs_sample
 from .clustered import Estimate, cluster_scores_variance, interval_t
+from .errors import ConvergenceWarning, EvalkitInputError, EvalkitInputTypeError
 from .plots import PALETTE
 from .types import as_rng
 
@@ -110,7 +111,7 @@ def _tfidf(texts: Sequence[str], min_df: int, max_df: float) -> tuple[sp.csr_mat
     df = Counter(term for d in docs for term in d)
     vocab = sorted(t for t, c in df.items() if c >= min_df and c <= max_df * n)
     if not vocab:
-        raise ValueError(
+        raise EvalkitInputError("min_df",
             f"no term occurs in at least min_df={min_df} and at most max_df={max_df:g} of the {n} texts; "
             "lower min_df or raise max_df"
         )
@@ -181,16 +182,16 @@ def ecc_embed_texts(
     """
     texts = list(texts)
     if len(texts) < 2:
-        raise ValueError(f"need at least two texts to embed, got {len(texts)}")
+        raise EvalkitInputError("texts", f"need at least two texts to embed, got {len(texts)}")
     bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
     if bad:
-        raise ValueError(f"texts must be strings; entry {bad[0]} is {type(texts[bad[0]]).__name__} "
+        raise EvalkitInputError("texts", f"texts must be strings; entry {bad[0]} is {type(texts[bad[0]]).__name__} "
                          f"({len(bad)} non-strings in all; fill missing texts with '' first)")
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
-        raise ValueError(f"dim must be a positive int, got {dim!r}")
+        raise EvalkitInputError("dim", f"dim must be a positive int, got {dim!r}")
     A, vocab = _tfidf(texts, int(min_df), float(max_df))
     if dim >= min(A.shape):
-        raise ValueError(f"dim={dim} must be below min(n_texts, n_terms) = {min(A.shape)}")
+        raise EvalkitInputError("dim", f"dim={dim} must be below min(n_texts, n_terms) = {min(A.shape)}")
     v0 = np.full(min(A.shape), 1.0 / np.sqrt(min(A.shape)))
     U, s, Vt = svds(A, k=int(dim), v0=v0, solver="arpack", random_state=0)
     order = np.argsort(-s, kind="stable")
@@ -229,7 +230,8 @@ def ecc_embeddings_build(name: str, dim: int = 64) -> tuple[np.ndarray, np.ndarr
     from . import datasets
 
     if name not in ECC_TEXT_FIELDS:
-        raise ValueError(f"no text fields known for {name!r}; embeddable datasets: {sorted(ECC_TEXT_FIELDS)}")
+        raise EvalkitInputError(
+            name, f"no text fields known for {name!r}; embeddable datasets: {sorted(ECC_TEXT_FIELDS)}")
     # the registry's reader of item texts: dataset_texts where the registry separates texts from
     # the numeric tables, dataset_items where the items table still holds them
     reader = getattr(datasets, "dataset_texts", None) or datasets.dataset_items
@@ -258,7 +260,7 @@ def ecc_embeddings_load(name: str) -> pd.DataFrame:
     from .datasets import _read_npz
 
     if name not in ECC_TEXT_FIELDS:
-        raise ValueError(f"no embeddings for {name!r}; available: {sorted(ECC_TEXT_FIELDS)}")
+        raise EvalkitInputError(name, f"no embeddings for {name!r}; available: {sorted(ECC_TEXT_FIELDS)}")
     z = _read_npz("embeddings", f"{name}.npz")
     X = z["X"].astype(np.float64)
     norms = np.linalg.norm(X, axis=1, keepdims=True)
@@ -409,7 +411,8 @@ def _prepare(pairs: pd.DataFrame, embeddings: pd.DataFrame,
              models: npt.ArrayLike | None) -> tuple[_Comparisons, np.ndarray, np.ndarray, np.ndarray]:
     missing_cols = {"item", "winner", "loser"} - set(pairs.columns)
     if missing_cols:
-        raise ValueError(f"pairs lacks columns {sorted(missing_cols)} (see bt_pairs_from_matrix, alpaca_pairs)")
+        raise EvalkitInputError(
+            "pairs", f"pairs lacks columns {sorted(missing_cols)} (see bt_pairs_from_matrix, alpaca_pairs)")
     if not isinstance(embeddings, pd.DataFrame):
         raise TypeError("embeddings must be a DataFrame indexed by item id (see ecc_embeddings_load)")
     iw, il, mods = bt_encode(pairs["winner"].astype(str), pairs["loser"].astype(str),
@@ -420,11 +423,11 @@ def _prepare(pairs: pd.DataFrame, embeddings: pd.DataFrame,
     pos = pd.Index(emb_index).get_indexer(pd.Index(items))
     if (pos < 0).any():
         unknown = items[pos < 0]
-        raise ValueError(f"{unknown.size} queries have no embedding (first: {unknown[0]!r}); "
+        raise EvalkitInputError("embeddings", f"{unknown.size} queries have no embedding (first: {unknown[0]!r}); "
                          "embeddings must cover every item of pairs")
     X = embeddings.to_numpy(dtype=float)[pos]
     if not np.isfinite(X).all():
-        raise ValueError("embeddings contain NaN or infinite values")
+        raise EvalkitInputError("embeddings", "embeddings contain NaN or infinite values")
     return _Comparisons(q.astype(np.intp), iw, il, items.size, mods.size), X, items, mods
 
 
@@ -500,17 +503,21 @@ def ecc_fit(pairs: pd.DataFrame, embeddings: pd.DataFrame, *, K: int = 30, lam: 
     ((3, 6), True)
     """
     if signals not in ("both", "emb", "comp"):
-        raise ValueError(f"signals must be 'both', 'emb' or 'comp', got {signals!r}")
+        raise EvalkitInputError("signals", f"signals must be 'both', 'emb' or 'comp', got {signals!r}")
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
+    check_positive(tol_kl, "tol_kl")
+    check_positive(tol_centre, "tol_centre")
+    check_seed(seed)
     if not (math.isfinite(T) and T > 0):
-        raise ValueError(f"T must be a positive temperature, got {T!r}")
+        raise EvalkitInputError("T", f"T must be a positive temperature, got {T!r}")
     if not (math.isfinite(lam) and lam >= 0):
-        raise ValueError(f"lam must be >= 0, got {lam!r}")
+        raise EvalkitInputError("lam", f"lam must be >= 0, got {lam!r}")
     if not (math.isfinite(ridge) and ridge > 0):
-        raise ValueError(f"ridge must be > 0 for ECC's per-cluster fits, got {ridge!r}")
+        raise EvalkitInputError("ridge", f"ridge must be > 0 for ECC's per-cluster fits, got {ridge!r}")
     comps, X, items, mods = _prepare(pairs, embeddings, models)
     Q, M = comps.n_queries, comps.n_models
     if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or not 1 <= K <= Q:
-        raise ValueError(f"K must be an int between 1 and the number of training queries ({Q}), got {K!r}")
+        raise EvalkitInputError("K", f"K must be an int between 1 and the number of training queries ({Q}), got {K!r}")
     K = int(K)
     lam_used = 0.0 if signals == "comp" else float(lam)
     rng = as_rng(seed)
@@ -560,6 +567,10 @@ def ecc_fit(pairs: pd.DataFrame, embeddings: pd.DataFrame, *, K: int = 30, lam: 
     W = np.asarray(by_pair @ r).T.reshape(K, M, M)
     theta, _, _ = _newton(W, theta, float(ridge), tol=1e-8, max_iter=50)
     centres = _normalize_rows(r.T @ X)
+    if not converged:
+        warn(f"ecc_fit: the alternating updates did not converge in max_iter={max_iter} iterations (last KL "
+             f"{kls[-1]:.3g} vs tol_kl {tol_kl:g}, centre shift {shifts[-1]:.3g} vs tol_centre {tol_centre:g}); "
+             "raise max_iter", stacklevel=3, category=ConvergenceWarning)
     return ECCFit(mods, theta, centres, items, r, K, lam_used, float(T), float(ridge), signals,
                   np.asarray(objective), np.asarray(kls), np.asarray(shifts), len(objective), converged, int(seed))
 
@@ -573,10 +584,11 @@ def _probe_loss(fit: ECCFit, items: np.ndarray, probes: pd.DataFrame) -> np.ndar
     """``(n, K)`` BT loss of each query's probe comparison(s) under each profile."""
     missing_cols = {"item", "winner", "loser"} - set(probes.columns)
     if missing_cols:
-        raise ValueError(f"probes lacks columns {sorted(missing_cols)}")
+        raise EvalkitInputError("probes", f"probes lacks columns {sorted(missing_cols)}")
     pos = pd.Index(items).get_indexer(pd.Index(probes["item"].astype(str)))
     if (pos < 0).any():
-        raise ValueError(f"probes name {int((pos < 0).sum())} items that are not among the queries to infer "
+        raise EvalkitInputError(
+            "probes", f"probes name {int((pos < 0).sum())} items that are not among the queries to infer "
                          f"(first: {probes['item'].astype(str).to_numpy()[pos < 0][0]!r})")
     has = np.bincount(pos, minlength=items.size) > 0
     if not has.all():
@@ -595,7 +607,7 @@ def _model_index(fit: ECCFit, ids: npt.ArrayLike) -> np.ndarray:
     arr = np.asarray(ids).astype(str)
     idx = pd.Index(fit.models.astype(str)).get_indexer(pd.Index(arr))
     if (idx < 0).any():
-        raise ValueError(f"unknown model ids {sorted(set(arr[idx < 0]))[:5]}: the fit knows "
+        raise EvalkitInputError("ids", f"unknown model ids {sorted(set(arr[idx < 0]))[:5]}: the fit knows "
                          f"{len(fit.models)} models ({list(fit.models[:5])} ...)")
     return idx.astype(np.intp)
 
@@ -648,12 +660,21 @@ def ecc_infer(fit: ECCFit, embeddings: pd.DataFrame, *, mode: Mode = "emb+probe"
     ((2, 3), True)
     """
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
+        raise EvalkitInputError("mode", f"mode must be one of {list(MODES)}, got {mode!r}")
     if not isinstance(embeddings, pd.DataFrame):
-        raise TypeError("embeddings must be a DataFrame indexed by item id")
+        raise EvalkitInputTypeError("embeddings", "embeddings must be a DataFrame indexed by item id")
     X = embeddings.to_numpy(dtype=float)
+    if not np.isfinite(X).all():
+        raise EvalkitInputError(
+            "embeddings", f"embeddings contain {int((~np.isfinite(X)).sum())} NaN or infinite values (first item "
+            f"{embeddings.index[~np.isfinite(X).all(axis=1)][0]!r}); embed every item")
+    if lam is not None:
+        check_positive(lam, "lam", allow_zero=True)
+    if T is not None:
+        check_positive(T, "T")
     if X.ndim != 2 or X.shape[1] != fit.centres.shape[1]:
-        raise ValueError(f"embeddings have {X.shape[1]} dimensions, the fit's centres {fit.centres.shape[1]}")
+        raise EvalkitInputError(
+            "embeddings", f"embeddings have {X.shape[1]} dimensions, the fit's centres {fit.centres.shape[1]}")
     items = embeddings.index.astype(str).to_numpy()
     lam_used = (fit.lam if fit.lam > 0 else LAMBDA_INFER_DEFAULT) if lam is None else float(lam)
     L = np.zeros((items.size, fit.K))
@@ -661,12 +682,23 @@ def ecc_infer(fit: ECCFit, embeddings: pd.DataFrame, *, mode: Mode = "emb+probe"
         L -= lam_used * (X @ fit.centres.T)
     if mode in ("probe", "emb+probe"):
         if probes is None:
-            raise ValueError(f"mode={mode!r} needs probes (one observed comparison per query)")
+            raise EvalkitInputError("mode", f"mode={mode!r} needs probes (one observed comparison per query)")
         L += _probe_loss(fit, items, probes)
     T_used = fit.T if T is None else float(T)
     if not (math.isfinite(T_used) and T_used > 0):
-        raise ValueError(f"T must be a positive temperature, got {T!r}")
+        raise EvalkitInputError("T", f"T must be a positive temperature, got {T!r}")
     return _softmax_rows(-L / T_used)
+
+
+def _check_resp(resp: npt.ArrayLike) -> np.ndarray:
+    """Responsibilities: a finite (n, K) array of non-negative rows summing to 1."""
+    R = np.asarray(resp, dtype=float)
+    if R.ndim != 2:
+        raise EvalkitInputError("resp", f"resp must be an (n, K) array of responsibilities, got shape {R.shape}")
+    if not np.isfinite(R).all() or (R < 0).any() or not np.allclose(R.sum(axis=1), 1.0, atol=1e-6):
+        raise EvalkitInputError(
+            "resp", "resp must hold responsibilities: finite, >= 0, each row summing to 1 (from ecc_infer)")
+    return R
 
 
 def ecc_predict(fit: ECCFit, resp: np.ndarray, winner: npt.ArrayLike, loser: npt.ArrayLike) -> np.ndarray:
@@ -683,10 +715,10 @@ def ecc_predict(fit: ECCFit, resp: np.ndarray, winner: npt.ArrayLike, loser: npt
     -------
     (n,) float array
     """
-    R = np.asarray(resp, dtype=float)
+    R = _check_resp(resp)
     iw, il = _model_index(fit, winner), _model_index(fit, loser)
     if R.shape != (iw.size, fit.K):
-        raise ValueError(f"resp must be ({iw.size}, {fit.K}), got {R.shape}")
+        raise EvalkitInputError("resp", f"resp must be ({iw.size}, {fit.K}), got {R.shape}")
     return np.asarray(np.einsum("ck,kc->c", R, expit(fit.theta[:, iw] - fit.theta[:, il])))
 
 
@@ -695,7 +727,7 @@ def ecc_scores(fit: ECCFit, resp: np.ndarray) -> np.ndarray:
 
     Used for routing: a query goes to the model with the highest score.
     """
-    R = np.asarray(resp, dtype=float)
+    R = _check_resp(resp)
     P = expit(fit.theta[:, :, None] - fit.theta[:, None, :])  # (K, M, M): row beats column
     M = fit.models.size
     per_cluster = (P.sum(axis=2) - 0.5) / (M - 1)  # (K, M), the diagonal 0.5 removed
@@ -769,7 +801,8 @@ class ECCEvaluation:
         try:
             return self.nll[(method, mode)]
         except KeyError:
-            raise ValueError(f"no result for method {method!r} in mode {mode!r}; have {sorted(self.nll)}") from None
+            raise EvalkitInputError(
+                "method", f"no result for method {method!r} in mode {mode!r}; have {sorted(self.nll)}") from None
 
 
 def _split_probes(test_pairs: pd.DataFrame, rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -843,25 +876,28 @@ def ecc_evaluate(fits: Mapping[str, ECCFit] | Sequence[ECCFit], test_pairs: pd.D
     if not isinstance(fits, Mapping):
         for f in fits:
             if f.label in named:
-                raise ValueError(f"two fits are both labelled {f.label!r}; pass a mapping name -> fit")
+                raise EvalkitInputError("fits", f"two fits are both labelled {f.label!r}; pass a mapping name -> fit")
             named[f.label] = f
     globals_ = [n for n, f in named.items() if f.K == 1]
     if len(globals_) != 1:
-        raise ValueError(f"give exactly one global BT fit (K=1) as the reference; found {len(globals_)}")
+        raise EvalkitInputError("fits", f"give exactly one global BT fit (K=1) as the reference; found {len(globals_)}")
     ref = named[globals_[0]]
     for n, f in named.items():
         if not np.array_equal(f.models, ref.models):
-            raise ValueError(f"fit {n!r} has other models than the global fit; fit all on the same models")
+            raise EvalkitInputError(
+                "fits", f"fit {n!r} has other models than the global fit; fit all on the same models")
     for m in modes:
         if m not in MODES:
-            raise ValueError(f"unknown mode {m!r}; modes are {list(MODES)}")
+            raise EvalkitInputError("modes", f"unknown mode {m!r}; modes are {list(MODES)}")
     probes, held = _split_probes(test_pairs, as_rng(seed))
     if held.empty:
-        raise ValueError("no test query has two comparisons: one is needed as the probe and one to evaluate")
+        raise EvalkitInputError(
+            "test", "no test query has two comparisons: one is needed as the probe and one to evaluate")
     items = np.unique(held["item"].astype(str).to_numpy())
     pos = pd.Index(embeddings.index.astype(str)).get_indexer(pd.Index(items))
     if (pos < 0).any():
-        raise ValueError(f"{int((pos < 0).sum())} test queries have no embedding (first: {items[pos < 0][0]!r})")
+        raise EvalkitInputError(
+            "embeddings", f"{int((pos < 0).sum())} test queries have no embedding (first: {items[pos < 0][0]!r})")
     emb = embeddings.iloc[pos]
     query = pd.Index(items).get_indexer(pd.Index(held["item"].astype(str))).astype(np.intp)
     n_q = items.size
@@ -879,10 +915,11 @@ def ecc_evaluate(fits: Mapping[str, ECCFit] | Sequence[ECCFit], test_pairs: pd.D
         Qdf.columns = Qdf.columns.astype(str)
         qpos = pd.Index(Qdf.index).get_indexer(pd.Index(items))
         if (qpos < 0).any():
-            raise ValueError(f"quality lacks {int((qpos < 0).sum())} test queries (first: {items[qpos < 0][0]!r})")
+            raise EvalkitInputError(
+                "quality", f"quality lacks {int((qpos < 0).sum())} test queries (first: {items[qpos < 0][0]!r})")
         cpos = pd.Index(Qdf.columns).get_indexer(pd.Index(ref.models.astype(str)))
         if (cpos < 0).any():
-            raise ValueError(f"quality lacks models {list(ref.models[cpos < 0][:5])}")
+            raise EvalkitInputError("quality", f"quality lacks models {list(ref.models[cpos < 0][:5])}")
         Qmat = np.nan_to_num(Qdf.to_numpy(dtype=float)[np.ix_(qpos, cpos)], nan=0.0)
     probe_items = probes[probes["item"].astype(str).isin(items)]
     rows.append({"method": globals_[0], "mode": "none", "nll": float(nll_global.mean()), "gain": 0.0,
@@ -973,10 +1010,12 @@ def ecc_simulate(*, n_queries: int = 2000, n_models: int = 8, K: int = 4, dim: i
     for name, v, lo in (("n_queries", n_queries, 1), ("n_models", n_models, 2), ("K", K, 1), ("dim", dim, 2),
                         ("per_query", per_query, 1)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-            raise ValueError(f"{name} must be an int >= {lo}, got {v!r}")
+            raise EvalkitInputError(name, f"{name} must be an int >= {lo}, got {v!r}")
+    check_positive(spread, "spread", allow_zero=True)
+    check_positive(emb_signal, "emb_signal", allow_zero=True)
     n_top = K if n_topics is None else int(n_topics)
     if not 1 <= n_top <= K:
-        raise ValueError(f"n_topics must be between 1 and K={K}, got {n_topics!r}")
+        raise EvalkitInputError("n_topics", f"n_topics must be between 1 and K={K}, got {n_topics!r}")
     rng = as_rng(seed)
     theta = rng.normal(0.0, spread, (K, n_models))
     theta -= theta.mean(axis=1, keepdims=True)
@@ -1014,7 +1053,8 @@ def ecc_cluster_agreement(labels_true: npt.ArrayLike, labels_pred: npt.ArrayLike
     """
     a, b = np.asarray(labels_true), np.asarray(labels_pred)
     if a.shape != b.shape or a.ndim != 1 or a.size < 2:
-        raise ValueError("labels_true and labels_pred must be aligned 1-D arrays of at least two labels")
+        raise EvalkitInputError(
+            "labels_true", "labels_true and labels_pred must be aligned 1-D arrays of at least two labels")
     _, ia = np.unique(a, return_inverse=True)
     _, ib = np.unique(b, return_inverse=True)
     table = np.zeros((ia.max() + 1, ib.max() + 1))
@@ -1053,9 +1093,10 @@ def ecc_profile_recovery(fit: ECCFit, clusters: npt.ArrayLike, theta_true: np.nd
     z = np.asarray(clusters)
     th = np.asarray(theta_true, dtype=float)
     if z.shape != (fit.items.size,):
-        raise ValueError(f"clusters must have one label per training query ({fit.items.size}), got {z.shape}")
+        raise EvalkitInputError(
+            "clusters", f"clusters must have one label per training query ({fit.items.size}), got {z.shape}")
     if th.ndim != 2 or th.shape[1] != fit.models.size:
-        raise ValueError(f"theta_true must be (K_true, {fit.models.size}), got {th.shape}")
+        raise EvalkitInputError("theta_true", f"theta_true must be (K_true, {fit.models.size}), got {th.shape}")
     out = np.full(th.shape[0], np.nan)
     for k in range(th.shape[0]):
         members = z == k
@@ -1096,7 +1137,7 @@ def ecc_plot_gains(table: pd.DataFrame, *, ax: Axes | None = None, title: str = 
 
     t = table[table["mode"] != "none"]
     if t.empty:
-        raise ValueError("the table has no method evaluated in an inference mode")
+        raise EvalkitInputError("table", "the table has no method evaluated in an inference mode")
     if ax is None:
         _, ax = plt.subplots(figsize=(7.0, 3.6))
     modes = [m for m in MODES if m in set(t["mode"])]
@@ -1226,23 +1267,23 @@ def ecc_study(pairs: pd.DataFrame, embeddings: pd.DataFrame, *, train_items: npt
     """
     unknown = sorted(set(methods) - set(_METHOD_SIGNALS))
     if unknown:
-        raise ValueError(f"unknown methods {unknown}; choose among {list(_METHOD_SIGNALS)}")
+        raise EvalkitInputError("methods", f"unknown methods {unknown}; choose among {list(_METHOD_SIGNALS)}")
     item = pairs["item"].astype(str)
     rng = as_rng(seed)
     if train_items is None and test_items is None:
         if not 0 < test_fraction < 1:
-            raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
+            raise EvalkitInputError("test_fraction", f"test_fraction must be in (0, 1), got {test_fraction!r}")
         all_items = np.unique(item.to_numpy())
         test_set = set(rng.choice(all_items, size=max(1, int(round(test_fraction * all_items.size))), replace=False))
         is_test = item.isin(test_set).to_numpy()
         is_train = ~is_test
     else:
         if train_items is None or test_items is None:
-            raise ValueError("give both train_items and test_items, or neither")
+            raise EvalkitInputError("train_items", "give both train_items and test_items, or neither")
         tr = set(np.asarray(train_items).astype(str))
         te = set(np.asarray(test_items).astype(str))
         if tr & te:
-            raise ValueError(f"{len(tr & te)} items are both training and test items")
+            raise EvalkitInputError("test_items", f"{len(tr & te)} items are both training and test items")
         is_train, is_test = item.isin(tr).to_numpy(), item.isin(te).to_numpy()
     models = np.unique(np.concatenate([pairs["winner"].astype(str), pairs["loser"].astype(str)]))
     train = bt_pairs_sample(pairs[is_train], per_query, seed=rng)

@@ -34,6 +34,7 @@ __all__ = [
     "DegenerateDataWarning",
     "EvalkitError",
     "EvalkitInputError",
+    "EvalkitInputTypeError",
     "EvalkitWarning",
     "OverlapWarning",
     "RangeWarning",
@@ -85,3 +86,7 @@ class OverlapWarning(EvalkitWarning):
 
 class SmallClustersWarning(EvalkitWarning):
     """Too few effective clusters for a cluster-robust interval to be taken at face value."""
+
+
+class EvalkitInputTypeError(EvalkitInputError, TypeError):
+    """An argument of the wrong type (also a ``TypeError``, so ``except TypeError`` still catches it)."""

@@ -40,8 +40,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ._checks import as_labels, check_alpha, warn
+from ._checks import as_labels, check_alpha, check_range, warn
 from .clustered import Estimate, cluster_scores_variance, interval_t
+from .errors import EvalkitInputError
 from .partition import Partition, partition_labels, partition_spectral
 from .types import as_rng
 
@@ -80,20 +81,22 @@ def _outcomes(y: npt.ArrayLike, n_items: int) -> tuple[np.ndarray, bool]:
     if one:
         arr = arr[None, :]
     if arr.ndim != 2:
-        raise ValueError(f"outcomes must be (n_items,) or (n_models, n_items), got shape {np.shape(y)}")
+        raise EvalkitInputError(
+            "n_items", f"outcomes must be (n_items,) or (n_models, n_items), got shape {np.shape(y)}")
     if arr.shape[1] != n_items:
-        raise ValueError(f"outcomes have {arr.shape[1]} items but the partition has {n_items}; they must align")
+        raise EvalkitInputError(
+            "outcomes", f"outcomes have {arr.shape[1]} items but the partition has {n_items}; they must align")
     if np.isinf(arr).any():
-        raise ValueError("outcomes contain infinite values")
+        raise EvalkitInputError("outcomes", "outcomes contain infinite values")
     obs = arr[~np.isnan(arr)]
     if ((obs < 0) | (obs > 1)).any():
-        raise ValueError("outcomes must be scores in [0, 1] (0/1 correctness or expected accuracy)")
+        raise EvalkitInputError("outcomes", "outcomes must be scores in [0, 1] (0/1 correctness or expected accuracy)")
     return arr, one
 
 
 def _check_b(b: float) -> float:
     if isinstance(b, bool) or not isinstance(b, (int, float, np.floating)) or not math.isfinite(b) or b <= 0:
-        raise ValueError(f"b must be a positive bandwidth (in accuracy units), got {b!r}")
+        raise EvalkitInputError("b", f"b must be a positive bandwidth (in accuracy units), got {b!r}")
     return float(b)
 
 
@@ -105,7 +108,8 @@ def _psi(Y: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
     n_obs = obs.astype(float) @ onehot
     if (n_obs == 0).any():
         f, g = np.argwhere(n_obs == 0)[0]
-        raise ValueError(f"model {f} has no observed outcome in sub-domain {g}: its accuracy there is undefined")
+        raise EvalkitInputError(
+            "outcomes", f"model {f} has no observed outcome in sub-domain {g}: its accuracy there is undefined")
     return (np.where(obs, Y, 0.0) @ onehot) / n_obs
 
 
@@ -113,7 +117,9 @@ def _harmony_from_psi(psi: np.ndarray, w: np.ndarray, b: float, eps: float) -> t
     """HARMONY and the masses from sub-domain scores ``psi (..., k)`` and weights ``w (..., k)``."""
     k = psi.shape[-1]
     mu = (w * psi).sum(axis=-1, keepdims=True)
-    mass = w * np.exp(-(((psi - mu) / b) ** 2))
+    z2 = ((psi - mu) / b) ** 2
+    # shift by the smallest exponent before exp: the same masses after normalising, never 0/0
+    mass = w * np.exp(-(z2 - np.where(w > 0, z2, np.inf).min(axis=-1, keepdims=True)))
     mass = mass / mass.sum(axis=-1, keepdims=True)
     if k == 1:
         return np.ones(psi.shape[:-1]), mass
@@ -148,7 +154,7 @@ def harmony_profile(y: npt.ArrayLike, partition: Partition, *, b: float = DEFAUL
     """
     Y, one = _outcomes(y, partition.n_items)
     if not one:
-        raise ValueError("harmony_profile takes one model's outcomes, shape (n_items,)")
+        raise EvalkitInputError("outcomes", "harmony_profile takes one model's outcomes, shape (n_items,)")
     b = _check_b(b)
     w = partition.sizes / partition.n_items
     psi = _psi(Y, partition.labels, partition.k)[0]
@@ -212,7 +218,8 @@ def harmony_score(Y: npt.ArrayLike, partition: Partition, *, b: float = DEFAULT_
     Yf, one = _outcomes(Y, partition.n_items)
     b = _check_b(b)
     if eps < 0:
-        raise ValueError(f"eps must be non-negative, got {eps}")
+        raise EvalkitInputError("eps", f"eps must be non-negative, got {eps}")
+    check_range(eps, "eps", 0.0, 1e-3)
     w = partition.sizes / partition.n_items
     H, _ = _harmony_from_psi(_psi(Yf, partition.labels, partition.k), w[None, :], b, eps)
     return float(H[0]) if one else H
@@ -244,7 +251,8 @@ def _strata_draws(partition: Partition, n_boot: int, rng: np.random.Generator,
     members = [np.flatnonzero(unit_group == g) for g in range(partition.k)]
     single = sum(mem.size == 1 for mem in members)
     if clusters is not None and single == partition.k and n > partition.k:
-        raise ValueError("every sub-domain holds a single cluster, so resampling clusters within sub-domains "
+        raise EvalkitInputError(
+            "clusters", "every sub-domain holds a single cluster, so resampling clusters within sub-domains "
                          "changes nothing; pass clusters=None (items) or finer clusters")
     if clusters is not None and single:
         warn(f"{single} of {partition.k} sub-domains hold a single cluster: they add no bootstrap variability "
@@ -272,7 +280,8 @@ def _boot_estimate(full: float, reps: np.ndarray, alpha: float, n: int, M: int, 
 def _check_boot(n_boot: int, alpha: float) -> None:
     check_alpha(alpha)
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 50:
-        raise ValueError(f"n_boot={n_boot!r} is too small for a bootstrap interval; use at least 50 (999 is typical)")
+        raise EvalkitInputError(
+            "n_boot", f"n_boot={n_boot!r} is too small for a bootstrap interval; use at least 50 (999 is typical)")
 
 
 @dataclass(frozen=True)
@@ -350,7 +359,8 @@ def harmony_bootstrap(y: npt.ArrayLike, partition: Partition, *, b: float = DEFA
     """
     Y, one = _outcomes(y, partition.n_items)
     if not one:
-        raise ValueError("harmony_bootstrap takes one model's outcomes; use harmony_benchmark for several")
+        raise EvalkitInputError(
+            "outcomes", "harmony_bootstrap takes one model's outcomes; use harmony_benchmark for several")
     b = _check_b(b)
     _check_boot(n_boot, alpha)
     rng = as_rng(seed)
@@ -385,7 +395,7 @@ def harmony_compare(y_a: npt.ArrayLike, y_b: npt.ArrayLike, partition: Partition
     Ya, one_a = _outcomes(y_a, partition.n_items)
     Yb, one_b = _outcomes(y_b, partition.n_items)
     if not (one_a and one_b):
-        raise ValueError("harmony_compare takes two vectors of outcomes, shape (n_items,) each")
+        raise EvalkitInputError("outcomes", "harmony_compare takes two vectors of outcomes, shape (n_items,) each")
     b = _check_b(b)
     _check_boot(n_boot, alpha)
     Y = np.vstack([Ya, Yb])
@@ -468,12 +478,13 @@ def harmony_benchmark(Y: npt.ArrayLike, partition: Partition, *, name: str = "be
     """
     Yf, one = _outcomes(Y, partition.n_items)
     if one or Yf.shape[0] < 2:
-        raise ValueError("harmony_benchmark needs the outcomes of at least two models, shape (n_models, n_items)")
+        raise EvalkitInputError(
+            "models", "harmony_benchmark needs the outcomes of at least two models, shape (n_models, n_items)")
     b = _check_b(b)
     _check_boot(n_boot, alpha)
     names = np.array(list(models) if models is not None else [f"m{i}" for i in range(Yf.shape[0])], dtype=str)
     if names.size != Yf.shape[0]:
-        raise ValueError(f"{names.size} model names for {Yf.shape[0]} models")
+        raise EvalkitInputError("models", f"{names.size} model names for {Yf.shape[0]} models")
     rng = as_rng(seed)
     H = harmony_score(Yf, partition, b=b, eps=eps)
     w = partition.sizes / partition.n_items
@@ -593,17 +604,19 @@ def harmony_rebalance(Y: npt.ArrayLike, partition: Partition, *, fraction: float
     """
     Yf, _ = _outcomes(Y, partition.n_items)
     if np.isnan(Yf).any():
-        raise ValueError("harmony_rebalance needs complete outcomes (no NaN); drop or impute missing cells first")
+        raise EvalkitInputError(
+            "outcomes", "harmony_rebalance needs complete outcomes (no NaN); drop or impute missing cells first")
     if not 0.0 <= float(fraction) < 1.0:
-        raise ValueError(f"fraction must be in [0, 1), got {fraction}")
+        raise EvalkitInputError("fraction", f"fraction must be in [0, 1), got {fraction}")
     if se not in ("CR1", "CR0"):
-        raise ValueError(f"se must be 'CR1' or 'CR0', got {se!r}")
+        raise EvalkitInputError("se", f"se must be 'CR1' or 'CR0', got {se!r}")
     check_alpha(alpha)
     rng = as_rng(seed)
     n = partition.n_items
     n_remove = int(round(float(fraction) * n))
     if n_remove > n - partition.k:
-        raise ValueError(f"fraction={fraction} would remove {n_remove} of {n} items; at most {n - partition.k} "
+        raise EvalkitInputError(
+            "fraction", f"fraction={fraction} would remove {n_remove} of {n} items; at most {n - partition.k} "
                          "can go while every sub-domain keeps an item")
     sizes = partition.sizes
     target = _prune_sizes(sizes, n_remove)
@@ -614,7 +627,7 @@ def harmony_rebalance(Y: npt.ArrayLike, partition: Partition, *, fraction: float
     codes, uniques = as_labels(np.arange(n) if clusters is None else clusters, n, "clusters")
     M = uniques.size
     if M < 2:
-        raise ValueError("the shift's cluster-robust interval needs at least two clusters")
+        raise EvalkitInputError("clusters", "the shift's cluster-robust interval needs at least two clusters")
     if M < 5:
         warn(f"only {M} clusters for the rebalancing interval: cluster-robust intervals are unreliable with so few")
     n_after = int(keep.sum())
@@ -657,7 +670,7 @@ def harmony_plot_profile(profiles: dict[str, pd.DataFrame], *, ax: Any = None, t
     from .plots import PALETTE
 
     if not profiles:
-        raise ValueError("give at least one profile")
+        raise EvalkitInputError("profiles", "give at least one profile")
     if ax is None:
         _, ax = plt.subplots(figsize=(7.0, 4.0))
     first = next(iter(profiles.values()))
@@ -703,7 +716,7 @@ def harmony_plot_plane(table: pd.DataFrame, *, ax: Any = None, title: str | None
 
     need = {"benchmark", "mean", "mean_se", "variance", "variance_se"}
     if not need <= set(table.columns):
-        raise ValueError(f"table needs columns {sorted(need)} (use HarmonySummary.to_row)")
+        raise EvalkitInputError("table", f"table needs columns {sorted(need)} (use HarmonySummary.to_row)")
     if ax is None:
         _, ax = plt.subplots(figsize=(7.0, 4.5))
     ax.errorbar(table["variance"], table["mean"], xerr=2 * table["variance_se"], yerr=2 * table["mean_se"],
@@ -829,7 +842,8 @@ def harmony_validate(*, n_reps: int = 100, seed: int = 0, b: float = DEFAULT_B, 
 
     lo, hi = spread_range
     if not 0 <= lo <= hi:
-        raise ValueError(f"spread_range must be (low, high) with 0 <= low <= high, got {spread_range}")
+        raise EvalkitInputError(
+            "spread_range", f"spread_range must be (low, high) with 0 <= low <= high, got {spread_range}")
     b = _check_b(b)
 
     def draw(rng: np.random.Generator) -> dict[str, Any]:
@@ -876,7 +890,7 @@ def harmony_correlate(runs: pd.DataFrame, *, n_boot: int = 999, seed: int = 0, a
 
     need = {"rep", "estimator", "estimate", "truth"}
     if not need <= set(runs.columns):
-        raise ValueError(f"runs must come from mc_run (columns {sorted(need)})")
+        raise EvalkitInputError("runs", f"runs must come from mc_run (columns {sorted(need)})")
     out = {}
     for name, g in runs.groupby("estimator", sort=False):
         g = g.dropna(subset=["estimate"])

@@ -69,6 +69,7 @@ from __future__ import annotations
 import math
 import os
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,7 +79,8 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import optimize, stats
 
-from ._checks import warn
+from ._checks import as_labels, check_int, warn
+from .errors import ConvergenceWarning, EvalkitInputError
 from .types import FloatArray, Matrix
 
 __all__ = [
@@ -243,12 +245,12 @@ def _as_matrix(Y: Any) -> np.ndarray:
     if arr.dtype == object or arr.dtype.kind not in "fiub":
         raise TypeError(f"Y must be a numeric (n_models, n_items) array, got dtype {arr.dtype}")
     if arr.ndim != 2:
-        raise ValueError(
+        raise EvalkitInputError("Y",
             f"Y must be two-dimensional (n_models, n_items) with NaN for unobserved entries; "
             f"got shape {arr.shape}"
         )
     if arr.shape[0] < 2 or arr.shape[1] < 1:
-        raise ValueError(f"Y needs at least 2 models and 1 item, got shape {arr.shape}")
+        raise EvalkitInputError("Y", f"Y needs at least 2 models and 1 item, got shape {arr.shape}")
     return arr
 
 
@@ -269,7 +271,7 @@ def _encode(Y: Any) -> np.ndarray:
         ok = nan | (blk == 0.0) | (blk == 1.0)
         if not ok.all():
             bad = blk[~ok][0]
-            raise ValueError(
+            raise EvalkitInputError("Y",
                 f"Y must hold 0/1 outcomes and NaN for unobserved entries; found {int((~ok).sum())} "
                 f"other values in rows {s}..{min(n, s + step) - 1}, such as {bad!r}. Threshold or "
                 "round partial scores first, and use NaN (not -1 or inf) for missing entries."
@@ -277,14 +279,14 @@ def _encode(Y: Any) -> np.ndarray:
         np.copyto(S[s : s + step], np.where(nan, 0, 2.0 * blk - 1.0), casting="unsafe")
         n_obs += int(blk.size - nan.sum())
     if n_obs == 0:
-        raise ValueError("Y has no observed entries (all NaN); there is nothing to fit")
+        raise EvalkitInputError("Y", "Y has no observed entries (all NaN); there is nothing to fit")
     return S
 
 
 def _check_sigma(sigma: float) -> float:
     s = float(sigma)
     if not math.isfinite(s) or s <= 0:
-        raise ValueError(f"sigma (the temperature) must be a positive finite number, got {sigma!r}")
+        raise EvalkitInputError("sigma", f"sigma (the temperature) must be a positive finite number, got {sigma!r}")
     return s
 
 
@@ -342,7 +344,7 @@ def _screen(S: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[int, str], dict
         cols = cols[cr == 0]
         rows = rows[rr == 0]
         if rows.size < 2 or cols.size < 1:
-            raise ValueError(
+            raise EvalkitInputError("Y",
                 f"after excluding models and items with no variation (everyone right, everyone "
                 f"wrong or all missing) only {rows.size} models and {cols.size} items are left; "
                 "the 2PL model needs at least 2 models and 1 item with variation"
@@ -387,7 +389,8 @@ class _Kernel:
         self.n_missing = int(self.n * self.m - np.count_nonzero(S))
         jobs = (os.cpu_count() or 1) if n_jobs is None else int(n_jobs)
         if jobs < 1:
-            raise ValueError(f"n_jobs must be a positive number of threads or None (all cores), got {n_jobs!r}")
+            raise EvalkitInputError(
+                "n_jobs", f"n_jobs must be a positive number of threads or None (all cores), got {n_jobs!r}")
         self.step = _row_step(self.m)
         self.blocks = _row_blocks(self.n, self.step)
         self.n_jobs = min(jobs, len(self.blocks))
@@ -700,7 +703,7 @@ def _normalise(theta: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndar
     mu = float(theta.mean())
     sd = float(theta.std())
     if not sd > 0:
-        raise ValueError("the abilities collapsed to a constant; the 2PL model is not identified")
+        raise EvalkitInputError("a", "the abilities collapsed to a constant; the 2PL model is not identified")
     return (theta - mu) / sd, a * sd, b + a * mu
 
 
@@ -764,19 +767,50 @@ def _check_extreme(theta: np.ndarray, a: np.ndarray, b: np.ndarray, sigma: float
         )
 
 
+def _check_separation(S: np.ndarray, theta: np.ndarray, ridge: float, who: str) -> None:
+    """ConvergenceWarning when an item is perfectly separated by the fitted abilities (no finite slope)."""
+    if ridge > 0:
+        return
+    if S.shape[0] < 3:
+        warn(f"{who}: only {S.shape[0]} models: every item's slope is unidentified (the fit separates them "
+             "perfectly) and depends on the tolerance; fit with ridge > 0 or more models", stacklevel=4,
+             category=ConvergenceWarning)
+        return
+    th = np.asarray(theta, dtype=float)
+    right = np.where(S == 1, th[:, None], np.nan)
+    wrong = np.where(S == -1, th[:, None], np.nan)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo_right, hi_right = np.nanmin(right, axis=0), np.nanmax(right, axis=0)
+        lo_wrong, hi_wrong = np.nanmin(wrong, axis=0), np.nanmax(wrong, axis=0)
+    sep = ((lo_right > hi_wrong) | (hi_right < lo_wrong)) & ~np.isnan(lo_right) & ~np.isnan(lo_wrong)
+    if sep.any():
+        warn(f"{who}: {int(sep.sum())} items are perfectly separated by the fitted abilities (every model that "
+             "got them right is abler than every model that got them wrong): their slopes have no finite "
+             "maximum-likelihood value and the reported ones depend on the tolerance; fit with ridge > 0 or "
+             "flag them (irt_flag_uninformative)", stacklevel=4, category=ConvergenceWarning)
+
+
+def _check_dtype(dtype: Any) -> None:
+    if np.dtype(dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise EvalkitInputError("dtype", f"dtype must be np.float32 or np.float64, got {dtype!r}")
+
+
 def _check_tol(tol: float, max_iter: int, gtol: float | None = None) -> None:
+    check_int(max_iter, "max_iter", minimum=1)
     if not (0 < tol < 1):
-        raise ValueError(f"tol must be in (0, 1), got {tol}")
+        raise EvalkitInputError("tol", f"tol must be in (0, 1), got {tol}")
     if gtol is not None and not (0 < gtol < math.inf):
-        raise ValueError(f"gtol must be a positive number of standard errors (or None), got {gtol}")
+        raise EvalkitInputError("gtol", f"gtol must be a positive number of standard errors (or None), got {gtol}")
     if int(max_iter) < 1:
-        raise ValueError(f"max_iter must be at least 1, got {max_iter}")
+        raise EvalkitInputError("max_iter", f"max_iter must be at least 1, got {max_iter}")
 
 
 def _check_ridge(ridge: float) -> float:
     r = float(ridge)
     if not math.isfinite(r) or r < 0:
-        raise ValueError(f"ridge must be a non-negative finite number (0 = plain maximum likelihood), got {ridge!r}")
+        raise EvalkitInputError(
+            "ridge", f"ridge must be a non-negative finite number (0 = plain maximum likelihood), got {ridge!r}")
     return r
 
 
@@ -942,6 +976,7 @@ def irt_fit(
     """
     t0 = time.perf_counter()
     _check_tol(tol, max_iter, gtol)
+    _check_dtype(dtype)
     ridge = _check_ridge(ridge)
     S, sigma, rows, cols, ex_rows, ex_cols, shape = _prepare(Y, sigma)
     n, m = S.shape
@@ -1046,11 +1081,13 @@ def irt_fit(
     if stalled:
         warn(f"irt_fit: stopped without convergence after {it} iterations: the largest Newton step stays at "
              f"{score:.3g} standard errors (gtol {gtol}), typically because quasi-separated items or models have "
-             "no finite maximum-likelihood parameters; fit with ridge > 0, or drop them")
+             "no finite maximum-likelihood parameters; fit with ridge > 0, or drop them",
+             category=ConvergenceWarning)
     elif not converged:
         warn(f"irt_fit: no convergence after {max_iter} iterations (relative tol {tol:g}; the largest "
-             f"Newton step is {score:.3g} standard errors, gtol {gtol})")
+             f"Newton step is {score:.3g} standard errors, gtol {gtol})", category=ConvergenceWarning)
     _check_extreme(theta, a, b, sigma)
+    _check_separation(S, theta, ridge, "irt_fit")
     T, A, B = _expand(shape, rows, cols, theta, a, b)
     return IRTFit(
         theta=T, a=A, b=B, sigma=sigma, objective=hist[-1], history=np.asarray(hist),
@@ -1121,6 +1158,7 @@ def irt_fit_lbfgs(
     """
     t0 = time.perf_counter()
     _check_tol(tol, max_iter, gtol)
+    _check_dtype(dtype)
     ridge = _check_ridge(ridge)
     S, sigma, rows, cols, ex_rows, ex_cols, shape = _prepare(Y, sigma)
     n, m = S.shape
@@ -1239,8 +1277,9 @@ def irt_fit_lbfgs(
         converged = score <= gtol
     if not converged:
         warn(f"irt_fit_lbfgs: L-BFGS-B stopped without converging: {res.message} (the largest Newton step is "
-             f"{score:.3g} standard errors, gtol {gtol})")
+             f"{score:.3g} standard errors, gtol {gtol})", category=ConvergenceWarning)
     _check_extreme(theta, a, b, sigma)
+    _check_separation(S, theta, ridge, "irt_fit_lbfgs")
     T, A, B = _expand(shape, rows, cols, theta, a, b)
     return IRTFit(
         theta=T, a=A, b=B, sigma=sigma, objective=float(res.fun), history=np.asarray(hist),
@@ -1264,7 +1303,7 @@ def _params(theta: npt.ArrayLike, a: npt.ArrayLike, b: npt.ArrayLike,
     a_ = np.asarray(a, float)
     b_ = np.asarray(b, float)
     if th.shape != (shape[0],) or a_.shape != (shape[1],) or b_.shape != (shape[1],):
-        raise ValueError(
+        raise EvalkitInputError("theta",
             f"parameter shapes theta {th.shape}, a {a_.shape}, b {b_.shape} do not match "
             f"Y of shape {shape}: expected ({shape[0]},), ({shape[1]},), ({shape[1]},)"
         )
@@ -1313,7 +1352,7 @@ def irt_objective(Y: Matrix, theta: npt.ArrayLike, a: npt.ArrayLike, b: npt.Arra
     kern = _Kernel(S, sigma, dtype, 1)
     n_obs = S.size - kern.n_missing
     if n_obs == 0:
-        raise ValueError("no observed entries have finite parameters")
+        raise EvalkitInputError("params", "no observed entries have finite parameters")
     total = kern.evaluate(th[rows], a_[cols], b_[cols])
     return float((total + _penalty(a_[cols], b_[cols], _check_ridge(ridge), sigma)) / n_obs)
 
@@ -1395,7 +1434,7 @@ def irt_information(fit: IRTFit, theta: npt.ArrayLike) -> np.ndarray:
     """
     grid = np.asarray(theta, float)
     if grid.ndim != 1 or not np.isfinite(grid).all():
-        raise ValueError(f"theta must be a finite one-dimensional grid, got shape {grid.shape}")
+        raise EvalkitInputError("theta", f"theta must be a finite one-dimensional grid, got shape {grid.shape}")
     z = (np.multiply.outer(grid, fit.a) + fit.b) / fit.sigma
     p = 0.5 * (1.0 + np.tanh(0.5 * z))
     return (fit.a / fit.sigma) ** 2 * p * (1.0 - p)
@@ -1429,7 +1468,7 @@ def irt_flag_uninformative(fit: IRTFit, *, threshold: float = UNINFORMATIVE_SLOP
         ``threshold`` is negative.
     """
     if threshold < 0:
-        raise ValueError(f"threshold must be non-negative, got {threshold}")
+        raise EvalkitInputError("threshold", f"threshold must be non-negative, got {threshold}")
     slope = fit.a / fit.sigma
     flag = np.where(np.isnan(slope), include_excluded, slope < threshold)
     return flag.astype(bool)
@@ -1458,7 +1497,7 @@ def irt_rank_compare(fit: IRTFit, Y: Matrix) -> IRTRankComparison:
     """
     arr = _as_matrix(Y)
     if arr.shape[0] != fit.theta.shape[0]:
-        raise ValueError(f"Y has {arr.shape[0]} models but the fit has {fit.theta.shape[0]}")
+        raise EvalkitInputError("Y", f"Y has {arr.shape[0]} models but the fit has {fit.theta.shape[0]}")
     acc = np.nanmean(np.asarray(arr, float), axis=1)
     ok = np.isfinite(fit.theta) & np.isfinite(acc)
     tau, p = stats.kendalltau(fit.theta[ok], acc[ok])
@@ -1488,7 +1527,8 @@ def irt_group_easiness(fit: IRTFit, clusters: npt.ArrayLike) -> pd.DataFrame:
     """
     lab = np.asarray(clusters)
     if lab.shape != fit.b.shape:
-        raise ValueError(f"clusters has shape {lab.shape}; need one label per item {fit.b.shape}")
+        raise EvalkitInputError("clusters", f"clusters has shape {lab.shape}; need one label per item {fit.b.shape}")
+    as_labels(lab, lab.size, "clusters")  # NaN/None labels (whose items would vanish) and mixed types refused
     df = pd.DataFrame({"group": lab, "a": fit.a, "b": fit.b,
                        "flag": irt_flag_uninformative(fit, include_excluded=False)})
     g = df.groupby("group", sort=False)

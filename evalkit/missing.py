@@ -35,12 +35,14 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ._checks import as_labels, check_alpha, warn
+from ._checks import as_labels, boundary_interval, check_alpha, check_interval, warn
 from .clustered import (
     DFRule,
     Estimate,
     SEKind,
+    _clusters_effective,
     _contrast_variance,
+    _design_warn,
     bootstrap_cluster,
     deff_empirical,
     deff_from_icc,
@@ -51,6 +53,7 @@ from .clustered import (
     n_effective,
 )
 from .data import long_validate
+from .errors import DegenerateDataWarning, EvalkitInputError, OverlapWarning
 from .missing_propensity import PropensityFit, PropensityKind, _as_features, _prep, propensity_fit
 from .missing_sensitivity import sensitivity_delta, sensitivity_plot, sensitivity_tipping_point
 
@@ -236,39 +239,48 @@ def weights_compute(p: npt.ArrayLike, truncate: Truncation = TRUNCATE_DEFAULT) -
     """
     pa = np.asarray(p, dtype=float)
     if pa.ndim != 1 or pa.size == 0:
-        raise ValueError(f"p must be a non-empty one-dimensional array of propensities, got shape {pa.shape}")
+        raise EvalkitInputError(
+            "p", f"p must be a non-empty one-dimensional array of propensities, got shape {pa.shape}")
     if np.isnan(pa).any():
-        raise ValueError(f"p contains {int(np.isnan(pa).sum())} NaN propensities")
+        raise EvalkitInputError("p", f"p contains {int(np.isnan(pa).sum())} NaN propensities")
     if (pa <= 0).any():
-        raise ValueError(
+        raise EvalkitInputError("propensities",
             f"{int((pa <= 0).sum())} respondents have propensity 0, so their inverse weight is infinite; the "
             "propensity model is separated (for example a cluster fixed effect at -inf). Use kind='random', "
             "drop the offending feature, or pass propensities bounded away from 0"
         )
     if (pa > 1).any():
-        raise ValueError("propensities must be at most 1")
+        raise EvalkitInputError("propensities", "propensities must be at most 1")
+    with np.errstate(divide="ignore", over="ignore"):
+        overflow = bool(np.isinf(pa).any() or not np.isfinite(1.0 / pa).all())
+    if overflow:
+        raise EvalkitInputError(
+            "p", f"p holds propensities as small as {pa.min():.3g}: their inverse weight overflows a float; "
+            "bound the propensities away from 0 (or truncate them before weighting)")
     w_raw = 1.0 / pa
     n = pa.size
     if truncate is None:
         cap, rule = math.inf, "none"
     elif isinstance(truncate, str):
         if truncate != "sqrt_n":
-            raise ValueError(f"unknown truncation {truncate!r}; use None, 'sqrt_n', ('quantile', q) or ('fixed', c)")
+            raise EvalkitInputError(
+                "truncate", f"unknown truncation {truncate!r}; use None, 'sqrt_n', ('quantile', q) or ('fixed', c)")
         cap, rule = _sqrt_n_cap(w_raw), "sqrt(n) x mean weight"
     elif isinstance(truncate, tuple) and len(truncate) == 2:
         how, val = truncate[0], float(truncate[1])
         if how == "quantile":
             if not 0.0 < val <= 1.0:
-                raise ValueError(f"the truncation quantile must be in (0, 1], got {val}")
+                raise EvalkitInputError("truncate", f"the truncation quantile must be in (0, 1], got {val}")
             cap, rule = float(np.quantile(w_raw, val)), f"quantile {val:g}"
         elif how == "fixed":
             if not val >= 1.0:
-                raise ValueError(f"a fixed cap is on the 1/p scale and must be >= 1, got {val}")
+                raise EvalkitInputError("p", f"a fixed cap is on the 1/p scale and must be >= 1, got {val}")
             cap, rule = val, f"fixed cap {val:g}"
         else:
-            raise ValueError(f"unknown truncation {how!r}; use 'quantile' or 'fixed'")
+            raise EvalkitInputError("truncate", f"unknown truncation {how!r}; use 'quantile' or 'fixed'")
     else:
-        raise ValueError(f"truncate must be None, 'sqrt_n', ('quantile', q) or ('fixed', c), got {truncate!r}")
+        raise EvalkitInputError(
+            "truncate", f"truncate must be None, 'sqrt_n', ('quantile', q) or ('fixed', c), got {truncate!r}")
     w = np.minimum(w_raw, cap)
     rel = float(w.max() / w.mean())
     share = float(w.max() / w.sum())
@@ -350,7 +362,7 @@ def missing_bounds(correct: npt.ArrayLike, clusters: npt.ArrayLike | None = None
     """
     y = np.asarray(correct, dtype=float)
     if y.ndim != 1 or y.size == 0:
-        raise ValueError("correct must be a non-empty 1-D array")
+        raise EvalkitInputError("correct", "correct must be a non-empty 1-D array")
     clus = None if clusters is None else np.asarray(clusters)
     lo = mean_estimate(np.nan_to_num(y, nan=0.0), clus, se=se, alpha=alpha)
     hi = mean_estimate(np.nan_to_num(y, nan=1.0), clus, se=se, alpha=alpha)
@@ -365,14 +377,23 @@ def _ipw_parts(correct: npt.ArrayLike, clusters: npt.ArrayLike | None, features:
                fit: PropensityFit | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None,
                                                           PropensityFit | None, Weights]:
     y, obs, clus = _prep(correct, clusters)
+    if clus is not None and obs.any() and not obs.all():
+        c_codes, c_uniq = as_labels(clus, clus.size)
+        answered = np.bincount(c_codes, weights=obs.astype(float), minlength=c_uniq.size)
+        if (answered == 0).any():
+            empty = c_uniq[answered == 0]
+            warn(f"{empty.size} of {c_uniq.size} clusters have no answered item (e.g. {empty[0]!r}): no weighting "
+                 "can represent them, so the estimate is the accuracy over the other clusters' items only "
+                 "(positivity fails there; report the bounds for those clusters)", stacklevel=4,
+                 category=OverlapWarning)
     if p is not None:
         pa = np.asarray(p, dtype=float)
         if pa.shape != y.shape:
-            raise ValueError(f"p has shape {pa.shape}, correct {y.shape}; give a propensity for every item")
+            raise EvalkitInputError("p", f"p has shape {pa.shape}, correct {y.shape}; give a propensity for every item")
         fit_out = None
     else:
         if obs.all():
-            raise ValueError("every item was answered: no weighting is needed; use missing_complete_case")
+            raise EvalkitInputError("y", "every item was answered: no weighting is needed; use missing_complete_case")
         fit_out = fit if fit is not None else propensity_fit(obs.astype(float), features, clus, kind=kind,
                                                             method=method)  # type: ignore[arg-type]
         pa = fit_out.p
@@ -435,7 +456,17 @@ def ipw_estimate(correct: npt.ArrayLike, clusters: npt.ArrayLike | None = None, 
     """
     check_alpha(alpha)
     y, obs, clus, fit, W = _ipw_parts(correct, clusters, features, p, kind, method, truncate)
-    est = mean_estimate(y[obs], None if clus is None else clus[obs], weights=W.w, se=se, alpha=alpha)
+    yo = y[obs]
+    if yo.size and (yo == yo[0]).all():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DegenerateDataWarning)
+            est = mean_estimate(yo, None if clus is None else clus[obs], weights=W.w, se=se, alpha=alpha)
+        kish = float(W.w.sum() ** 2 / np.dot(W.w, W.w))
+        lo, hi = boundary_interval(est.estimate, kish, alpha, "ipw_estimate", df=est.df, stacklevel=4)
+        est = Estimate(est.estimate, est.se, lo, hi, est.df, est.method + ", Wilson (boundary)", est.n,
+                       est.n_clusters, est.n_clusters_effective)
+    else:
+        est = mean_estimate(yo, None if clus is None else clus[obs], weights=W.w, se=se, alpha=alpha)
     label = "IPW (given p)" if p is not None else _KIND_LABEL[kind]
     if truncate is not None:
         label += f" [{W.rule}]"
@@ -495,15 +526,17 @@ def ipw_compare(correct_a: npt.ArrayLike, correct_b: npt.ArrayLike, clusters: np
     ya = np.asarray(correct_a, dtype=float)
     yb = np.asarray(correct_b, dtype=float)
     if ya.shape != yb.shape:
-        raise ValueError(f"the two models have {ya.shape} and {yb.shape} outcomes; they must share the items")
+        raise EvalkitInputError(
+            "y_b", f"the two models have {ya.shape} and {yb.shape} outcomes; they must share the items")
     codes, uniques = as_labels(clusters, ya.size)
     M = uniques.size
     if M < 2:
-        raise ValueError("only one cluster: the cluster-robust variance of a comparison needs at least two")
+        raise EvalkitInputError(
+            "clusters", "only one cluster: the cluster-robust variance of a comparison needs at least two")
     if se not in ("CR0", "CR1", "CR2"):
-        raise ValueError(f"se must be CR0, CR1 or CR2 for a comparison, got {se!r}")
+        raise EvalkitInputError("se", f"se must be CR0, CR1 or CR2 for a comparison, got {se!r}")
     if df not in ("auto", "satterthwaite", "clusters"):
-        raise ValueError(f"df must be 'auto', 'satterthwaite' or 'clusters', got {df!r}")
+        raise EvalkitInputError("df", f"df must be 'auto', 'satterthwaite' or 'clusters', got {df!r}")
     thetas, groups = [], []
     for lam, y, p in ((1.0, ya, p_a), (-1.0, yb, p_b)):
         pp = None if p is None else p
@@ -517,6 +550,11 @@ def ipw_compare(correct_a: npt.ArrayLike, correct_b: npt.ArrayLike, clusters: np
     s = math.sqrt(var)
     est = thetas[0] - thetas[1]
     lo, hi = interval_t(est, s, dof, alpha)
+    both = np.concatenate([g[3] for g in groups])
+    unit = np.ones(both.size)
+    Wg = np.bincount(both, minlength=M)
+    _design_warn(M, _clusters_effective(unit, both, M), float(Wg.max() / Wg.sum()), 3)
+    check_interval(est, lo, hi, "ipw_compare difference", lower=-1.0, upper=1.0)
     lab = "difference, IPW (given p)" if p_a is not None else f"difference, {_KIND_LABEL[kind]}"
     return Estimate(est, s, lo, hi, dof, f"{lab}, {se}", int(ya.size), int(M))
 
@@ -550,7 +588,7 @@ def ipw_bootstrap(correct: npt.ArrayLike, clusters: npt.ArrayLike, *, features: 
     """
     y, obs, clus = _prep(correct, clusters)
     if clus is None:
-        raise ValueError("the cluster bootstrap needs clusters=")
+        raise EvalkitInputError("clusters", "the cluster bootstrap needs clusters=")
     Xa, names = _as_features(features, y.size)
 
     def stat(rows: np.ndarray, ids: np.ndarray) -> float:
@@ -596,7 +634,7 @@ def missing_breakdown(long_df: pd.DataFrame, *, cluster: str = "cluster") -> tup
     """
     df = long_df
     if cluster not in df.columns:
-        raise ValueError(f"no column {cluster!r} in the long table")
+        raise EvalkitInputError("cluster", f"no column {cluster!r} in the long table")
     by_reason = (df.groupby(["model", "status"], sort=True).size().rename("n").reset_index())
     by_reason["share"] = by_reason["n"] / by_reason.groupby("model")["n"].transform("sum")
     tab = pd.crosstab([df["model"], df[cluster]], df["status"])
@@ -645,9 +683,10 @@ def missing_features(
     """
     df = long_df
     if model not in set(df["model"]):
-        raise ValueError(f"model {model!r} is not in the table")
+        raise EvalkitInputError("model", f"model {model!r} is not in the table")
     if df["model"].nunique() < 2:
-        raise ValueError("the table has a single model: 'accuracy among the other models' needs at least two")
+        raise EvalkitInputError(
+            "model", "the table has a single model: 'accuracy among the other models' needs at least two")
     y = df["correct"].to_numpy(dtype=float)
     ok = ~np.isnan(y)
     tot = pd.DataFrame({"item": df["item"].to_numpy(), "s": np.where(ok, y, 0.0), "c": ok.astype(float)})
@@ -664,11 +703,12 @@ def missing_features(
         acc = acc.fillna(overall)
     out = pd.DataFrame({"acc_others": acc})
     if texts is not None and lengths is not None:
-        raise ValueError("give texts or lengths, not both")
+        raise EvalkitInputError("texts", "give texts or lengths, not both")
     if texts is not None or lengths is not None:
         lens = (texts.astype(str).str.len() if texts is not None else pd.Series(lengths)).reindex(items)
         if lens.isna().any():
-            raise ValueError(f"{int(lens.isna().sum())} items have no {'text' if texts is not None else 'length'}")
+            raise EvalkitInputError(
+                "texts", f"{int(lens.isna().sum())} items have no {'text' if texts is not None else 'length'}")
         out["log_length"] = np.log1p(lens.to_numpy(dtype=float))
     return out
 
@@ -693,32 +733,33 @@ def _report_input(long_df: pd.DataFrame, features: Sequence[str] | None, cluster
     df = long_validate(long_df)
     if cluster != "cluster":
         if cluster not in long_df.columns:
-            raise ValueError(f"no column {cluster!r} to cluster on")
+            raise EvalkitInputError("cluster", f"no column {cluster!r} to cluster on")
         df["cluster"] = long_df[cluster].astype(str).to_numpy()
     feats = list(features or [])
     for f in feats:
         if f not in df.columns:
-            raise ValueError(f"feature column {f!r} is not in the long table")
+            raise EvalkitInputError("features", f"feature column {f!r} is not in the long table")
     models_all = sorted(df["model"].unique())
     if compare is not None:
         if len(compare) != 2 or compare[0] == compare[1]:
-            raise ValueError("compare must name two different models")
+            raise EvalkitInputError("compare", "compare must name two different models")
         models = list(compare)
     elif model is not None:
         models = [model]
     elif len(models_all) == 1:
         models = models_all
     else:
-        raise ValueError(f"the table has {len(models_all)} models; pass model= or compare=(a, b)")
+        raise EvalkitInputError("model", f"the table has {len(models_all)} models; pass model= or compare=(a, b)")
     for m in models:
         if m not in models_all:
-            raise ValueError(f"model {m!r} is not in the table (it has {models_all[:5]}...)")
+            raise EvalkitInputError("model", f"model {m!r} is not in the table (it has {models_all[:5]}...)")
     sub = df[df["model"].isin(models)].copy()
     labels = sub.groupby("item", sort=True)["cluster"].nunique()
     if (labels > 1).any():
         bad = labels.index[labels > 1][:3].tolist()
         ex = sub[sub["item"] == bad[0]][["model", "cluster"]].to_dict("records")
-        raise ValueError(f"{int((labels > 1).sum())} items have different {cluster!r} labels in different models "
+        raise EvalkitInputError(
+            "cluster", f"{int((labels > 1).sum())} items have different {cluster!r} labels in different models "
                          f"(e.g. item {bad[0]!r}: {ex}); a cluster is a property of the item. Fix the labels "
                          "(for example take them from the benchmark's item table) before the report")
     return sub, feats, models
@@ -785,7 +826,8 @@ def _report_model(m: str, d: pd.DataFrame, feats: list[str], truncate: Truncatio
     X = d[feats] if feats else None
     if X is not None and X.isna().any().any():
         bad = X.columns[X.isna().any()].tolist()
-        raise ValueError(f"feature columns {bad} have NaN for model {m!r}; impute them before the report")
+        raise EvalkitInputError(
+            "features", f"feature columns {bad} have NaN for model {m!r}; impute them before the report")
     yo, co = y[obs], cl[obs]
     n_g = np.unique(co, return_counts=True)[1]
     m_w = float(np.sum(n_g.astype(float) ** 2) / yo.size)  # size-weighted cluster size, sum n_g^2 / n
@@ -806,7 +848,7 @@ def _report_model(m: str, d: pd.DataFrame, feats: list[str], truncate: Truncatio
     rows.append(_row(m, "missing as right, CR1", hi, deff_emp=_deff_or_nan(np.nan_to_num(y, nan=1.0), cl), **info))
     if guess_rate is not None:
         if not 0 <= guess_rate <= 1:
-            raise ValueError("guess_rate must be a probability")
+            raise EvalkitInputError("guess_rate", "guess_rate must be a probability")
         v = np.where(obs, y, guess_rate)
         g = mean_estimate(v, cl, se="CR1", alpha=alpha, binary=False)
         rows.append(_row(m, f"missing as guess ({guess_rate:g}), CR1", g, deff_emp=_deff_or_nan(v, cl), **info))
@@ -826,7 +868,7 @@ def _report_compare(per_model: dict[str, pd.DataFrame], compare: tuple[str, str]
     df_a, df_b = (per_model[k] for k in compare)
     both = df_a[["item", "cluster", "correct"]].merge(df_b[["item", "correct"]], on="item", suffixes=("_a", "_b"))
     if len(both) == 0:
-        raise ValueError("the two models share no items")
+        raise EvalkitInputError("models", "the two models share no items")
     ya, yb, cl = (both["correct_a"].to_numpy(dtype=float), both["correct_b"].to_numpy(dtype=float),
                   both["cluster"].to_numpy())
     lab = f"{compare[0]} - {compare[1]}"

@@ -22,7 +22,8 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import optimize, special
 
-from ._checks import as_labels, warn
+from ._checks import as_labels, check_int, check_same_label_kind, label_kind, warn
+from .errors import EvalkitInputError
 
 __all__ = ["PropensityFit", "PropensityKind", "propensity_fit"]
 
@@ -41,14 +42,15 @@ _DECREMENT_TOL = 1e-9  # ... or the Newton decrement g'H^{-1}g / 2 (log-likeliho
 def _as_response(R: npt.ArrayLike) -> np.ndarray:
     r = np.asarray(R)
     if r.ndim != 1:
-        raise ValueError(f"R must be one-dimensional (one response indicator per item), got shape {r.shape}")
+        raise EvalkitInputError(
+            "R", f"R must be one-dimensional (one response indicator per item), got shape {r.shape}")
     if r.size == 0:
-        raise ValueError("R is empty")
+        raise EvalkitInputError("R", "R is empty")
     r = r.astype(float)
     if np.isnan(r).any():
-        raise ValueError("R contains NaN; it must be 1 (a gradable answer) or 0 (missing) for every item")
+        raise EvalkitInputError("R", "R contains NaN; it must be 1 (a gradable answer) or 0 (missing) for every item")
     if not np.isin(r, (0.0, 1.0)).all():
-        raise ValueError("R must hold only 0/1 (1 = the item has a gradable answer)")
+        raise EvalkitInputError("R", "R must hold only 0/1 (1 = the item has a gradable answer)")
     return r
 
 
@@ -68,20 +70,21 @@ def _as_features(X: npt.ArrayLike | None, n: int, *, check_constant: bool = True
             arr = arr[:, None]
         names = [f"x{k}" for k in range(arr.shape[1])] if arr.ndim == 2 else []
     if arr.ndim != 2:
-        raise ValueError(f"features must be an (n_items, n_features) array, got shape {arr.shape}")
+        raise EvalkitInputError("features", f"features must be an (n_items, n_features) array, got shape {arr.shape}")
     if arr.shape[0] != n:
-        raise ValueError(f"features have {arr.shape[0]} rows but there are {n} items; they must align")
+        raise EvalkitInputError(
+            "features", f"features have {arr.shape[0]} rows but there are {n} items; they must align")
     bad = ~np.isfinite(arr)
     if bad.any():
         cols = [names[k] for k in np.flatnonzero(bad.any(axis=0))]
-        raise ValueError(
+        raise EvalkitInputError("features",
             f"features contain {int(bad.sum())} NaN/infinite values (columns {cols}); impute them "
             "(for example with the column mean plus a 0/1 'was missing' indicator column) before fitting"
         )
     sd = arr.std(axis=0)
     const = [names[k] for k in np.flatnonzero(sd == 0)]
     if const and check_constant:
-        raise ValueError(f"features {const} are constant; they duplicate the intercept, drop them")
+        raise EvalkitInputError("features", f"features {const} are constant; they duplicate the intercept, drop them")
     return arr, names
 
 
@@ -97,12 +100,14 @@ def _bernoulli_loglik(R: np.ndarray, eta: np.ndarray) -> np.ndarray:
 def _prep(correct: npt.ArrayLike, clusters: npt.ArrayLike | None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     y = np.asarray(correct, dtype=float)
     if y.ndim != 1 or y.size == 0:
-        raise ValueError(f"correct must be a non-empty 1-D array (0/1, NaN = missing), got shape {y.shape}")
+        raise EvalkitInputError(
+            "correct", f"correct must be a non-empty 1-D array (0/1, NaN = missing), got shape {y.shape}")
     obs = ~np.isnan(y)
     if not np.isin(y[obs], (0.0, 1.0)).all():
-        raise ValueError("correct must hold 0/1 where observed and NaN where missing")
+        raise EvalkitInputError("correct", "correct must hold 0/1 where observed and NaN where missing")
     if not obs.any():
-        raise ValueError("no outcome is observed (correct is all NaN): the accuracy is not identified; "
+        raise EvalkitInputError(
+            "correct", "no outcome is observed (correct is all NaN): the accuracy is not identified; "
                          "only the bounds [0, 1] are available (missing_bounds)")
     clus = None if clusters is None else np.asarray(clusters)
     if clus is not None:
@@ -213,16 +218,20 @@ class PropensityFit:
         if X is not None:
             Xa, _ = _as_features(X, np.asarray(X).shape[0], check_constant=False)
             if Xa.shape[1] != self.coef.size:
-                raise ValueError(f"X has {Xa.shape[1]} features but the fit used {self.coef.size}")
+                raise EvalkitInputError("X", f"X has {Xa.shape[1]} features but the fit used {self.coef.size}")
             m = Xa.shape[0]
             eta = self.intercept + Xa @ self.coef
         elif self.coef.size:
-            raise ValueError("this fit uses features: pass X")
+            raise EvalkitInputError("X", "this fit uses features: pass X")
         if clusters is not None:
             lab = np.asarray(clusters)
+            if lab.ndim != 1:
+                raise EvalkitInputError("clusters", f"clusters must be one-dimensional, got shape {lab.shape}")
+            if self.kind != "logistic":
+                check_same_label_kind(label_kind(self.cluster_labels), lab, "clusters")
             m = lab.shape[0] if m is None else m
             if lab.shape[0] != m:
-                raise ValueError("clusters and X must have the same number of rows")
+                raise EvalkitInputError("clusters", "clusters and X must have the same number of rows")
             if X is None:
                 eta = np.full(m, self.intercept)
             if conditional and self.kind != "logistic":
@@ -233,7 +242,7 @@ class PropensityFit:
                 with np.errstate(invalid="ignore"):
                     eta = eta + eff
         elif self.kind != "logistic" and conditional:
-            raise ValueError("this fit has cluster effects: pass clusters (or conditional=False)")
+            raise EvalkitInputError("clusters", "this fit has cluster effects: pass clusters (or conditional=False)")
         return special.expit(eta)
 
 
@@ -694,21 +703,22 @@ def propensity_fit(R: npt.ArrayLike, X: npt.ArrayLike | None = None, clusters: n
     n = Rv.size
     Xa, names = _as_features(X, n)
     if kind not in ("logistic", "fixed", "random"):
-        raise ValueError(f"kind must be 'logistic', 'fixed' or 'random', got {kind!r}")
+        raise EvalkitInputError("kind", f"kind must be 'logistic', 'fixed' or 'random', got {kind!r}")
     if method not in ("laplace", "aghq"):
-        raise ValueError(f"method must be 'laplace' or 'aghq', got {method!r}")
-    if int(n_quad) < 1:
-        raise ValueError(f"n_quad must be a positive number of nodes, got {n_quad}")
+        raise EvalkitInputError("method", f"method must be 'laplace' or 'aghq', got {method!r}")
+    n_quad = check_int(n_quad, "n_quad", minimum=1)
     n_obs = int(Rv.sum())
     if n_obs == 0:
-        raise ValueError("no item was answered (R is all 0): a response propensity cannot be estimated, and "
+        raise EvalkitInputError(
+            "R", "no item was answered (R is all 0): a response propensity cannot be estimated, and "
                          "the accuracy is not identified; only the bounds [0, 1] remain")
     if n_obs == n:
-        raise ValueError("every item was answered (R is all 1): there is no missingness to model; "
+        raise EvalkitInputError("R", "every item was answered (R is all 1): there is no missingness to model; "
                          "use the complete-case estimate, which is the full-data estimate here")
     if clusters is None:
         if kind != "logistic":
-            raise ValueError(f"kind={kind!r} needs clusters=; pass cluster labels or use kind='logistic'")
+            raise EvalkitInputError(
+                "kind", f"kind={kind!r} needs clusters=; pass cluster labels or use kind='logistic'")
         codes, uniques = np.zeros(n, dtype=np.intp), np.array(["all"])
     else:
         codes, uniques = as_labels(clusters, n)
@@ -716,7 +726,8 @@ def propensity_fit(R: npt.ArrayLike, X: npt.ArrayLike | None = None, clusters: n
     if kind == "logistic":
         return _fit_logistic(Rv, Xa, names, codes, uniques)
     if M < 2:
-        raise ValueError(f"kind={kind!r} needs at least two clusters; with one cluster use kind='logistic'")
+        raise EvalkitInputError(
+            "kind", f"kind={kind!r} needs at least two clusters; with one cluster use kind='logistic'")
     if M < 5:
         warn(f"only {M} clusters: a cluster-level propensity is poorly determined with so few")
     if kind == "fixed":

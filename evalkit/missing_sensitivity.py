@@ -18,8 +18,9 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import special
 
-from ._checks import check_alpha
+from ._checks import as_float_vector, check_alpha, warn
 from .clustered import mean_estimate
+from .errors import DegenerateDataWarning, EvalkitInputError
 from .missing_propensity import PropensityKind, _as_features, _prep, propensity_fit
 
 __all__ = ["sensitivity_delta", "sensitivity_tipping_point", "sensitivity_plot"]
@@ -43,7 +44,7 @@ def _outcome_predictions(correct: np.ndarray, clusters: np.ndarray | None, featu
     if use_kind != "logistic" and clusters is not None and np.unique(clusters[obs]).size < 2:
         use_kind = "logistic"
     if Xo is not None and np.any(Xo.std(axis=0) == 0):
-        raise ValueError("a feature is constant among the answered items; drop it")
+        raise EvalkitInputError("features", "a feature is constant among the answered items; drop it")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = propensity_fit(yo, Xo, None if clusters is None else clusters[obs], kind=use_kind)
@@ -122,16 +123,25 @@ def sensitivity_delta(correct: npt.ArrayLike, clusters: npt.ArrayLike | None = N
     Taught in ``notebooks/03-missing-responses-claims.ipynb`` and ``04-missing-responses-real-data.ipynb``.
     """
     check_alpha(alpha)
+    if deltas is not None:
+        as_float_vector(deltas, "deltas")
     ya, obs_a, clus = _prep(correct, clusters)
+    for name, yy in (("correct", ya), ("correct_b", None if correct_b is None else _prep(correct_b, clusters)[0])):
+        seen = None if yy is None else yy[~np.isnan(yy)]
+        if seen is not None and seen.size and (seen == seen[0]).all() and yy is not None and np.isnan(yy).any():
+            warn(f"{name}: every observed outcome is {seen[0]:g}, so the outcome model predicts {seen[0]:g} for "
+                 "every missing item and no shift delta on the logit scale moves it; this analysis carries no "
+                 "information about the missing answers (report missing_bounds instead)",
+                 category=DegenerateDataWarning)
     ma = _outcome_predictions(ya, clus, features, kind) if not obs_a.all() else ya
     yb = mb = None
     if correct_b is not None:
         yb, obs_b, _ = _prep(correct_b, clusters)
         if yb.shape != ya.shape:
-            raise ValueError("correct and correct_b must cover the same items")
+            raise EvalkitInputError("correct", "correct and correct_b must cover the same items")
         mb = _outcome_predictions(yb, clus, features, kind) if not obs_b.all() else yb
     if apply_to not in ("a", "b", "both"):
-        raise ValueError("apply_to must be 'a', 'b' or 'both'")
+        raise EvalkitInputError("apply_to", "apply_to must be 'a', 'b' or 'both'")
     rows = []
     grid = np.linspace(-3.0, 3.0, 25) if deltas is None else np.asarray(deltas, dtype=float)
     for d in grid:
@@ -178,14 +188,15 @@ def sensitivity_tipping_point(table: pd.DataFrame, *, reference: float | None = 
     """
     if reference is None:
         if table.attrs.get("quantity") == "accuracy":
-            raise ValueError("for one model's accuracy give reference= (the value the conclusion is about)")
+            raise EvalkitInputError(
+                "reference", "for one model's accuracy give reference= (the value the conclusion is about)")
         reference = 0.0
     if criterion not in ("interval", "estimate"):
-        raise ValueError("criterion must be 'interval' or 'estimate'")
+        raise EvalkitInputError("criterion", "criterion must be 'interval' or 'estimate'")
     t = table.sort_values("delta").reset_index(drop=True)
     d = t["delta"].to_numpy(dtype=float)
     if not (d.min() <= 0 <= d.max()):
-        raise ValueError("the delta grid must include 0 (or bracket it)")
+        raise EvalkitInputError("deltas", "the delta grid must include 0 (or bracket it)")
 
     def side(lo: float, est: float, hi: float) -> str:
         if criterion == "estimate":

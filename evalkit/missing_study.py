@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .clustered import Estimate
+from .errors import EvalkitInputError
 from .missing import Truncation, ipw_bootstrap, ipw_estimate, missing_complete_case, weights_compute
 from .missing_propensity import propensity_fit
 from .plots import PALETTE, _tight
@@ -165,7 +166,7 @@ def missing_study(*, n_reps: int = 1000, seed: int = 2025, mechanisms: Sequence[
     scens = []
     for k, (mech, icc, M) in enumerate((a, b, c) for a in mechanisms for b in iccs for c in n_clusters):
         if n_items % M:
-            raise ValueError(f"n_items={n_items} must be a multiple of every n_clusters (got {M})")
+            raise EvalkitInputError("n_items", f"n_items={n_items} must be a multiple of every n_clusters (got {M})")
         scens.append(({"mechanism": mech, "icc": float(icc), "n_clusters": int(M), "cluster_size": n_items // M,
                        "mean": mean, "response_rate": response_rate, "strength": strength, "beta_x": beta_x},
                       n_reps, seed + 1000 * k, n_boot, truncate))
@@ -232,9 +233,10 @@ def missing_explore(icc: float = 0.2, n_clusters: int = 20, mechanism: str = "ma
     import matplotlib.pyplot as plt
 
     if not 0.0 < response_rate < 1.0:
-        raise ValueError(f"response_rate must be in (0, 1) (some answers missing), got {response_rate}")
+        raise EvalkitInputError(
+            "response_rate", f"response_rate must be in (0, 1) (some answers missing), got {response_rate}")
     if not 0.0 < trunc_q <= 1.0:
-        raise ValueError(f"trunc_q must be in (0, 1], got {trunc_q}")
+        raise EvalkitInputError("trunc_q", f"trunc_q must be in (0, 1], got {trunc_q}")
     from .montecarlo import mc_summarise
     from .simulate import simulate_clustered, simulate_missing
 

@@ -29,8 +29,9 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from ._checks import warn
+from ._checks import check_int, check_positive, warn
 from .clustered import Estimate
+from .errors import EvalkitInputError, EvalkitInputTypeError, RangeWarning
 
 __all__ = ["mc_run", "mc_summarise", "mc_tolerance", "mc_coverage_clustered"]
 
@@ -44,20 +45,23 @@ _TASKS_PER_RUN = 100
 def _check_seed(seed: object) -> int:
     if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
         if int(seed) < 0:
-            raise ValueError(f"seed must be a non-negative int, got {seed}")
+            raise EvalkitInputError("seed", f"seed must be a non-negative int, got {seed}")
         return int(seed)
-    raise TypeError(
-        "seed must be an int (evalkit never draws unseeded numbers, and each replication's generator is "
+    raise EvalkitInputTypeError(
+        "seed", "seed must be an int (evalkit never draws unseeded numbers, and each replication's generator is "
         f"spawned from SeedSequence(seed)); got {type(seed).__name__} {seed!r}"
     )
 
 
 def _check_truth_value(value: object, where: str) -> float:
     if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"truth{where} must be a real number, got {type(value).__name__} {value!r}")
+        raise EvalkitInputTypeError(
+            "truth", f"truth{where} must be a real number, got {type(value).__name__} {value!r}")
     t = float(value)
     if math.isnan(t):
-        raise ValueError(f"truth{where} is NaN: the estimand must be a number in every replication")
+        raise EvalkitInputError("truth", f"truth{where} is NaN: the estimand must be a number in every replication")
+    if math.isinf(t):
+        raise EvalkitInputError("truth", f"truth{where} is infinite: the estimand must be a finite number")
     return t
 
 
@@ -291,10 +295,17 @@ def mc_run(simulate: Callable[[np.random.Generator], Any],
     """
     seed = _check_seed(seed)
     if not isinstance(n_reps, (int, np.integer)) or isinstance(n_reps, bool) or n_reps < 1:
-        raise ValueError(f"n_reps must be a positive int, got {n_reps!r}")
+        raise EvalkitInputError("n_reps", f"n_reps must be a positive int, got {n_reps!r}")
     n_reps = int(n_reps)
     if not estimators:
-        raise ValueError("give at least one estimator")
+        raise EvalkitInputError("estimators", "give at least one estimator")
+    if not isinstance(estimators, Mapping):
+        raise EvalkitInputTypeError(
+            "estimators", f"estimators must be a mapping name -> callable, e.g. {{'mean': f}}; got "
+            f"{type(estimators).__name__}")
+    if not callable(simulate):
+        raise EvalkitInputTypeError("simulate", f"simulate must be a callable rng -> data, got {simulate!r}")
+    check_int(n_reps, "n_reps", minimum=1)
     if not callable(truth):
         truth = _check_truth_value(truth, "")
     if isinstance(executor, concurrent.futures.ProcessPoolExecutor):
@@ -402,12 +413,25 @@ def mc_summarise(runs: pd.DataFrame, *, scale: float = 1.0) -> pd.DataFrame:
     >>> bool(abs(summary.loc["mean", "bias"]) < 3 * summary.loc["mean", "bias_mcse"])
     True
     """
+    if not isinstance(runs, pd.DataFrame):
+        raise EvalkitInputTypeError("runs", f"runs must be the DataFrame of mc_run, got {type(runs).__name__}")
     missing = [c for c in RUN_COLUMNS if c not in runs.columns]
     if missing:
-        raise ValueError(f"runs must come from mc_run: the columns {missing} are missing")
+        raise EvalkitInputError("runs", f"runs must come from mc_run: the columns {missing} are missing")
+    if runs.empty:
+        raise EvalkitInputError("runs", "runs is empty: there is nothing to summarise")
+    scale = check_positive(scale, "scale")
+    # a CSV round trip turns the empty error strings of successful replications into NaN
+    runs = runs.assign(error=runs["error"].astype(object).fillna("").astype(str))
+    reversed_ = runs["ci_low"] > runs["ci_high"]
+    if reversed_.any():
+        warn(f"{int(reversed_.sum())} replications have a reversed interval (ci_low > ci_high); they are counted "
+             "as failed", category=RangeWarning)
+        runs = runs.assign(error=runs["error"].where(~reversed_, "reversed interval"))
     if runs["truth"].isna().any() and (runs.loc[runs["truth"].isna(), "error"] == "").any():
         bad = runs.loc[runs["truth"].isna() & (runs["error"] == ""), "rep"].iloc[0]
-        raise ValueError(f"truth is NaN in replication {bad}: every successful replication needs a number")
+        raise EvalkitInputError(
+            "runs", f"truth is NaN in replication {bad}: every successful replication needs a number")
     keys = [c for c in runs.columns if c not in _STANDARD and c != "estimator"] + ["estimator"]
 
     def one(g: pd.DataFrame) -> pd.Series:
@@ -433,7 +457,7 @@ def mc_summarise(runs: pd.DataFrame, *, scale: float = 1.0) -> pd.DataFrame:
         })
 
     # `one` returns a Series, so apply gives a DataFrame (pandas-stubs say Series | DataFrame)
-    out = cast(pd.DataFrame, runs.groupby(keys, sort=False)[list(_STANDARD)].apply(one))
+    out = cast(pd.DataFrame, runs.groupby(keys, sort=False, dropna=False)[list(_STANDARD)].apply(one))
     out["n_reps"] = out["n_reps"].astype(int)
     out["n_failed"] = out["n_failed"].astype(int)
     return out
@@ -445,8 +469,10 @@ def mc_tolerance(p: float, n_reps: int, z: float = 4.0) -> float:
     ``z * sqrt(p (1 - p) / n_reps)``: with ``z = 4`` a correct method fails the check about once in
     16,000 runs, so a failing test points at the code, not at bad luck.
     """
-    if not 0 <= p <= 1 or n_reps < 1:
-        raise ValueError("p must be a probability and n_reps positive")
+    if not 0 <= p <= 1:
+        raise EvalkitInputError("p", f"p must be a probability in [0, 1], got {p!r}")
+    n_reps = check_int(n_reps, "n_reps", minimum=1)
+    z = check_positive(z, "z")
     return z * math.sqrt(p * (1 - p) / n_reps)
 
 

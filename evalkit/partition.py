@@ -33,7 +33,8 @@ from scipy import linalg, sparse
 from scipy.sparse import csgraph
 from scipy.sparse import linalg as sparse_linalg
 
-from ._checks import as_labels
+from ._checks import as_labels, check_int, check_positive, warn
+from .errors import DegenerateDataWarning, EvalkitInputError
 from .types import as_rng
 
 __all__ = [
@@ -84,11 +85,11 @@ def similarity_bernoulli(prob: npt.ArrayLike) -> np.ndarray:
     """
     p = np.asarray(prob, dtype=float)
     if p.ndim not in (1, 2):
-        raise ValueError(f"prob must be (n_items,) or (n_models, n_items), got shape {p.shape}")
+        raise EvalkitInputError("prob", f"prob must be (n_items,) or (n_models, n_items), got shape {p.shape}")
     if np.isnan(p).any():
-        raise ValueError("prob contains NaN; predicted probabilities must be given for every cell")
+        raise EvalkitInputError("prob", "prob contains NaN; predicted probabilities must be given for every cell")
     if ((p <= 0) | (p >= 1)).any():
-        raise ValueError(
+        raise EvalkitInputError("prob",
             "prob contains values equal to 0 or 1 (or outside [0, 1]): a Bernoulli with p in {0, 1} has an "
             "infinite KL divergence to any other; use model-based predictions (similarity_irt) or clip them"
         )
@@ -135,7 +136,8 @@ def similarity_irt(Y: Any, *, fit: Any = None, ridge: float = 0.5) -> np.ndarray
     if fit is None:
         fit = irt_fit(M, ridge=ridge)
     if fit.theta.shape[0] != M.shape[0] or fit.a.shape[0] != M.shape[1]:
-        raise ValueError(f"fit has {fit.theta.shape[0]} models x {fit.a.shape[0]} items but Y is {M.shape}")
+        raise EvalkitInputError(
+            "fit", f"fit has {fit.theta.shape[0]} models x {fit.a.shape[0]} items but Y is {M.shape}")
     logit = (np.outer(fit.theta, fit.a) + fit.b) / fit.sigma
     p = 1.0 / (1.0 + np.exp(-np.clip(logit, -30, 30)))
     obs = ~np.isnan(M)
@@ -182,23 +184,24 @@ def _features(P: npt.ArrayLike, smooth: float = 0.0) -> _Features:
     if arr.ndim == 2:
         arr = arr[None]
     if arr.ndim != 3:
-        raise ValueError(
+        raise EvalkitInputError("P",
             f"predictive distributions must be (n_items, n_options) for one model or "
             f"(n_models, n_items, n_options) for a reference set; got shape {np.shape(P)}"
         )
     n_models, n_items, n_opt = arr.shape
     if n_items < 2 or n_opt < 2:
-        raise ValueError(f"need at least 2 items and 2 options, got {n_items} items and {n_opt} options")
+        raise EvalkitInputError("P", f"need at least 2 items and 2 options, got {n_items} items and {n_opt} options")
     if np.isnan(arr).any():
-        raise ValueError("predictive distributions contain NaN; every model needs a distribution on every item")
+        raise EvalkitInputError(
+            "P", "predictive distributions contain NaN; every model needs a distribution on every item")
     if not 0.0 <= smooth < 1.0:
-        raise ValueError(f"smooth must be in [0, 1), got {smooth}")
+        raise EvalkitInputError("smooth", f"smooth must be in [0, 1), got {smooth}")
     if (arr < 0).any():
-        raise ValueError("predictive distributions contain negative probabilities")
+        raise EvalkitInputError("P", "predictive distributions contain negative probabilities")
     sums = arr.sum(axis=2)
     if not np.allclose(sums, 1.0, atol=1e-4):
         worst = float(np.abs(sums - 1).max())
-        raise ValueError(
+        raise EvalkitInputError("P",
             f"each predictive distribution must sum to 1 over the options (largest deviation {worst:.3g}); "
             "normalise them (e.g. a softmax of the option logits)"
         )
@@ -206,7 +209,7 @@ def _features(P: npt.ArrayLike, smooth: float = 0.0) -> _Features:
     if smooth > 0:
         arr = (1.0 - smooth) * arr + smooth / n_opt
     if (arr <= 0).any():
-        raise ValueError(
+        raise EvalkitInputError("smooth",
             f"{int((arr <= 0).sum())} option probabilities are exactly 0: the KL divergence is then infinite. "
             "Pass smooth=1e-6 (mixes each distribution with the uniform one) or smooth them yourself"
         )
@@ -223,7 +226,7 @@ def _row_blocks(n_rows: int, n_cols: int) -> Iterator[slice]:
 
 def _check_tau(tau: float) -> float:
     if isinstance(tau, bool) or not isinstance(tau, (int, float, np.floating)) or not math.isfinite(tau) or tau <= 0:
-        raise ValueError(f"tau must be a positive number, got {tau!r}")
+        raise EvalkitInputError("tau", f"tau must be a positive number, got {tau!r}")
     return float(tau)
 
 
@@ -364,7 +367,8 @@ def similarity_knn(P: npt.ArrayLike, tau: float = 1.0, *, n_neighbors: int = 30,
     feats = _features(P, smooth)
     n = feats.n
     if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, (int, np.integer)) or not 2 <= n_neighbors <= n:
-        raise ValueError(f"n_neighbors must be an int between 2 and n_items={n}, got {n_neighbors!r}")
+        raise EvalkitInputError(
+            "n_neighbors", f"n_neighbors must be an int between 2 and n_items={n}, got {n_neighbors!r}")
     m = int(n_neighbors)
     cols = np.empty((n, m), dtype=np.int64)
     vals = np.empty((n, m))
@@ -470,7 +474,7 @@ def partition_labels(labels: npt.ArrayLike) -> Partition:
     """
     arr = np.asarray(labels)
     if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"labels must be a non-empty one-dimensional array, got shape {arr.shape}")
+        raise EvalkitInputError("labels", f"labels must be a non-empty one-dimensional array, got shape {arr.shape}")
     codes, uniques = as_labels(arr, arr.size, "labels")
     return Partition(codes, uniques.astype(str), "given")
 
@@ -555,13 +559,20 @@ def partition_kmeans(X: npt.ArrayLike, k: int, *, seed: int | np.random.Generato
     """
     Xa = np.asarray(X, dtype=float)
     if Xa.ndim != 2 or Xa.shape[0] == 0:
-        raise ValueError(f"X must be a non-empty (n, d) array, got shape {Xa.shape}")
+        raise EvalkitInputError("X", f"X must be a non-empty (n, d) array, got shape {Xa.shape}")
     if not np.isfinite(Xa).all():
-        raise ValueError("X contains NaN or infinite values")
+        raise EvalkitInputError("X", "X contains NaN or infinite values")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= Xa.shape[0]:
-        raise ValueError(f"k must be an int between 1 and n={Xa.shape[0]}, got {k!r}")
+        raise EvalkitInputError("k", f"k must be an int between 1 and n={Xa.shape[0]}, got {k!r}")
     if n_init < 1:
-        raise ValueError(f"n_init must be at least 1, got {n_init}")
+        raise EvalkitInputError("n_init", f"n_init must be at least 1, got {n_init}")
+    check_int(n_init, "n_init", minimum=1)
+    check_int(max_iter, "max_iter", minimum=1)
+    check_positive(tol, "tol", allow_zero=True)
+    n_distinct = int(np.unique(Xa, axis=0).shape[0])
+    if n_distinct < k:
+        warn(f"X has only {n_distinct} distinct points for k={k} clusters: some clusters are arbitrary splits of "
+             "identical points", stacklevel=3, category=DegenerateDataWarning)
     rng = as_rng(seed)
     tol_abs = float(tol * Xa.var(axis=0).mean())
     best_labels, best = np.zeros(Xa.shape[0], dtype=np.intp), math.inf
@@ -614,11 +625,15 @@ def partition_silhouette(D: npt.ArrayLike, labels: npt.ArrayLike) -> float:
     """
     Dm = np.asarray(D, dtype=float)
     if Dm.ndim != 2 or Dm.shape[0] != Dm.shape[1]:
-        raise ValueError(f"D must be a square (n, n) matrix, got shape {Dm.shape}")
+        raise EvalkitInputError("D", f"D must be a square (n, n) matrix, got shape {Dm.shape}")
+    if not np.isfinite(Dm).all() or (Dm < 0).any():
+        raise EvalkitInputError("D", "D must hold finite dissimilarities >= 0 (no NaN, no negative values)")
+    if not np.allclose(Dm, Dm.T, rtol=1e-8, atol=1e-12) or np.abs(np.diag(Dm)).max() > 1e-12:
+        raise EvalkitInputError("D", "D must be symmetric with a zero diagonal (a dissimilarity matrix, e.g. 1 - S)")
     codes, uniques = as_labels(labels, Dm.shape[0], "labels")
     k, n = uniques.size, Dm.shape[0]
     if not 2 <= k <= n - 1:
-        raise ValueError(f"the silhouette needs between 2 and n - 1 = {n - 1} clusters, got {k}")
+        raise EvalkitInputError("labels", f"the silhouette needs between 2 and n - 1 = {n - 1} clusters, got {k}")
     onehot = np.zeros((n, k))
     onehot[np.arange(n), codes] = 1.0
     sums = Dm @ onehot
@@ -658,7 +673,8 @@ def partition_ari(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
     la = a.labels if isinstance(a, Partition) else np.asarray(a)
     lb = b.labels if isinstance(b, Partition) else np.asarray(b)
     if la.shape != lb.shape or la.ndim != 1:
-        raise ValueError(f"both partitions must label the same items; got shapes {la.shape} and {lb.shape}")
+        raise EvalkitInputError(
+            "labels_b", f"both partitions must label the same items; got shapes {la.shape} and {lb.shape}")
     ca, ua = as_labels(la, la.size, "a")
     cb, ub = as_labels(lb, lb.size, "b")
     table = np.zeros((ua.size, ub.size))
@@ -804,8 +820,12 @@ def partition_spectral(
     rng = as_rng(seed)
     feats = _features(P, smooth)
     n = feats.n
+    if k is not None:
+        k = check_int(k, "k", minimum=2, maximum=max(2, n - 1))
+    check_int(n_init, "n_init", minimum=1)
+    check_int(n_neighbors, "n_neighbors", minimum=1)
     if affinity not in ("auto", "dense", "knn"):
-        raise ValueError(f"affinity must be 'auto', 'dense' or 'knn', got {affinity!r}")
+        raise EvalkitInputError("affinity", f"affinity must be 'auto', 'dense' or 'knn', got {affinity!r}")
     kind = ("dense" if n <= 3000 else "knn") if affinity == "auto" else affinity
     t = similarity_tau(P, seed=rng, smooth=smooth) if isinstance(tau, str) and tau == "median" else _check_tau(tau)
     if k is not None:
@@ -813,9 +833,10 @@ def partition_spectral(
     else:
         candidates = sorted({int(c) for c in k_range})
     if not candidates or any(isinstance(c, bool) or not 1 <= int(c) <= n - 1 for c in candidates):
-        raise ValueError(f"k and k_range must hold ints between 1 and n_items - 1 = {n - 1}, got {list(candidates)}")
+        raise EvalkitInputError(
+            "k", f"k and k_range must hold ints between 1 and n_items - 1 = {n - 1}, got {list(candidates)}")
     if k is None and min(candidates) < 2:
-        raise ValueError("the silhouette search needs k >= 2 (k = 1 has no silhouette); fix k=1 instead")
+        raise EvalkitInputError("k", "the silhouette search needs k >= 2 (k = 1 has no silhouette); fix k=1 instead")
     S: np.ndarray | sparse.spmatrix
     if kind == "dense":
         S = similarity_matrix(P, t, smooth=smooth)

@@ -39,8 +39,9 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import optimize, stats
 
-from ._checks import check_alpha
+from ._checks import check_alpha, check_positive, check_range
 from .clustered import icc_anova, interval_wilson
+from .errors import EvalkitInputError
 
 __all__ = [
     "PlanVariance",
@@ -90,11 +91,12 @@ class PlanVariance:
 
     def __post_init__(self) -> None:
         if not (self.var_between >= 0):
-            raise ValueError(f"var_between must be >= 0, got {self.var_between}")
+            raise EvalkitInputError("var_between", f"var_between must be >= 0, got {self.var_between}")
         if not (np.isnan(self.var_within) or self.var_within >= 0):
-            raise ValueError(f"var_within must be >= 0 (or NaN when unknown), got {self.var_within}")
+            raise EvalkitInputError(
+                "var_within", f"var_within must be >= 0 (or NaN when unknown), got {self.var_within}")
         if not -1 < self.icc < 1:
-            raise ValueError(f"icc must lie in (-1, 1), got {self.icc}")
+            raise EvalkitInputError("icc", f"icc must lie in (-1, 1), got {self.icc}")
         if np.isnan(self.var_total_k1):
             object.__setattr__(self, "var_total_k1", self.var_between + self.var_within)
 
@@ -105,11 +107,11 @@ class PlanVariance:
     def per_question(self, k: float = 1) -> float:
         """Variance of one question's score averaged over ``k`` answers (``math.inf``: no sampling noise)."""
         if not (k == math.inf or (k >= 1 and int(k) == k)):
-            raise ValueError(f"k (answers per question) must be a positive integer or math.inf, got {k}")
+            raise EvalkitInputError("k", f"k (answers per question) must be a positive integer or math.inf, got {k}")
         if k == 1 and not np.isnan(self.var_total_k1):
             return float(self.var_total_k1)
         if np.isnan(self.var_within):
-            raise ValueError("var_within is unknown (one answer per question in the data): the effect of "
+            raise EvalkitInputError("k", "var_within is unknown (one answer per question in the data): the effect of "
                              "k > 1 answers cannot be computed; estimate it from repeated answers")
         return float(self.var_between + self.var_within / k)
 
@@ -117,12 +119,16 @@ class PlanVariance:
 def _design_effect(n: float, icc: float, cluster_sizes: npt.ArrayLike | None, cluster_size: float | None) -> float:
     if cluster_sizes is not None:
         sizes = np.asarray(cluster_sizes, dtype=float)
-        if sizes.ndim != 1 or sizes.size < 2 or (sizes < 1).any():
-            raise ValueError("cluster_sizes must list at least two cluster sizes, each >= 1")
+        if sizes.ndim != 1 or sizes.size < 2 or not np.isfinite(sizes).all() or (sizes < 1).any():
+            raise EvalkitInputError("cluster_sizes", "cluster_sizes must list at least two cluster sizes, each >= 1")
+        if abs(float(sizes.sum()) - float(n)) > 1e-9 * max(1.0, float(n)):
+            raise EvalkitInputError(
+                "cluster_sizes", f"cluster_sizes sum to {sizes.sum():g} but n is {n:g}; they are the sizes of the "
+                "clusters of the n questions")
         m_w = float((sizes**2).sum() / sizes.sum())
     elif cluster_size is not None:
         if cluster_size < 1:
-            raise ValueError(f"cluster_size must be >= 1, got {cluster_size}")
+            raise EvalkitInputError("cluster_size", f"cluster_size must be >= 1, got {cluster_size}")
         m_w = float(cluster_size)
     else:
         m_w = 1.0
@@ -145,7 +151,7 @@ def plan_se(var: PlanVariance, n: float, *, k: int = 1, cluster_size: float | No
     (0.025, 0.0214)
     """
     if n <= 1:
-        raise ValueError(f"n (questions) must be > 1, got {n}")
+        raise EvalkitInputError("n", f"n (questions) must be > 1, got {n}")
     deff = _design_effect(n, var.icc_at(k), cluster_sizes, cluster_size)
     return math.sqrt(deff * var.per_question(k) / n)
 
@@ -163,10 +169,13 @@ def plan_power(delta: float, se: float, *, df: float = math.inf, alpha: float = 
     0.798
     """
     check_alpha(alpha)
+    delta = float(delta)
+    if not math.isfinite(delta):
+        raise EvalkitInputError("delta", f"delta must be a finite difference, got {delta}")
     if not se > 0:
-        raise ValueError(f"se must be positive, got {se}")
+        raise EvalkitInputError("se", f"se must be positive, got {se}")
     if not df > 0:
-        raise ValueError(f"df must be positive, got {df}")
+        raise EvalkitInputError("df", f"df must be positive, got {df}")
     nc = delta / se
     if math.isinf(df):
         z = stats.norm.ppf(1 - alpha / 2)
@@ -190,8 +199,9 @@ def plan_mdd(se: float, *, df: float = math.inf, alpha: float = 0.05, power: flo
     0.028
     """
     check_alpha(alpha)
-    if not 0 < power < 1:
-        raise ValueError(f"power must be in (0, 1), got {power}")
+    power = check_range(power, "power", 0.0, 1.0, closed="neither")
+    se = check_positive(se, "se")
+    df = check_positive(df, "df", allow_inf=True)
     if math.isinf(df):
         return float((stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) * se)
     hi = (stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df)) * se
@@ -221,8 +231,13 @@ def plan_sample_size(delta: float, var: PlanVariance, *, k: int = 1, cluster_siz
     """
     check_alpha(alpha)
     if not delta > 0:
-        raise ValueError(f"delta must be positive, got {delta}")
+        raise EvalkitInputError("delta", f"delta must be positive, got {delta}")
+    delta = check_positive(delta, "delta")
+    power = check_range(power, "power", 0.0, 1.0, closed="neither")
     v1 = var.per_question(k)
+    if not v1 > 0:
+        raise EvalkitInputError("var", "the per-question variance is 0: any number of questions detects any "
+                                       "difference, so there is no sample size to plan")
     if cluster_size is None:
         z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
         n = math.ceil(z**2 * v1 / delta**2)
@@ -278,7 +293,11 @@ def plan_zero_failures(n: float, *, deff: float = 1.0, alpha: float = 0.05) -> d
     """
     check_alpha(alpha)
     if not n > 0 or not deff >= 1e-12:
-        raise ValueError(f"n and deff must be positive, got n={n}, deff={deff}")
+        raise EvalkitInputError("n", f"n and deff must be positive, got n={n}, deff={deff}")
+    n = check_positive(n, "n")
+    deff = check_positive(deff, "deff")
+    if n < 1:
+        raise EvalkitInputError("n", f"n is a number of questions and must be >= 1, got {n}")
     n_eff = n / deff
     return {"n_eff": n_eff, "rule_of_three": -math.log(alpha) / n_eff,
             "exact_upper": 1 - alpha ** (1 / n_eff), "wilson_upper": interval_wilson(0.0, n_eff, alpha=alpha)[1]}
@@ -287,7 +306,7 @@ def plan_zero_failures(n: float, *, deff: float = 1.0, alpha: float = 0.05) -> d
 def _item_stats(long_df: pd.DataFrame, model: str) -> pd.DataFrame:
     rows = long_df[(long_df["model"] == model) & (long_df["status"] == "ok")]
     if rows.empty:
-        raise ValueError(f"model {model!r} has no graded answer in the table")
+        raise EvalkitInputError("model", f"model {model!r} has no graded answer in the table")
     g = rows.groupby("item", sort=True)["correct"]
     return pd.DataFrame({"mean": g.mean(), "var": g.var(ddof=1), "k": g.size()})
 
@@ -330,20 +349,30 @@ def plan_variance(long_df: pd.DataFrame, models: str | Sequence[str] | None = No
     >>> v.kind, v.n_items
     ('paired', 1000)
     """
+    if not isinstance(long_df, pd.DataFrame):
+        raise EvalkitInputError("long_df", f"long_df must be a long table (DataFrame), got {type(long_df).__name__}")
+    if models is not None and not isinstance(models, str) and (
+            not isinstance(models, Sequence) or not all(isinstance(m, str) for m in models)):
+        raise EvalkitInputError("models", f"models must be a model name or a list of one or two names, got {models!r}")
     need = [c for c in ("model", "item", "correct", "status", cluster) if c not in long_df.columns]
     if need:
-        raise ValueError(f"the long table lacks columns {need}")
+        raise EvalkitInputError("df", f"the long table lacks columns {need}")
+    scores = pd.to_numeric(long_df["correct"], errors="coerce")
+    if ((scores < 0) | (scores > 1)).any():
+        raise EvalkitInputError(
+            "long_df", f"long_df['correct'] must hold scores in [0, 1]; found values in [{scores.min():g}, "
+            f"{scores.max():g}] (divide percentages by 100)")
     present = sorted(long_df["model"].astype(str).unique())
     if models is None:
         if len(present) != 1:
-            raise ValueError(f"the table has {len(present)} models {present[:5]}; name one or two")
+            raise EvalkitInputError("models", f"the table has {len(present)} models {present[:5]}; name one or two")
         models = [present[0]]
     elif isinstance(models, str):
         models = [models]
     models = [str(m) for m in models]
     unknown = [m for m in models if m not in present]
     if unknown or len(models) not in (1, 2):
-        raise ValueError(f"give one or two models among {present[:10]}; unknown: {unknown}")
+        raise EvalkitInputError("models", f"give one or two models among {present[:10]}; unknown: {unknown}")
     clusters = long_df.drop_duplicates("item").set_index("item")[cluster].astype(str)
     stats_ = [_item_stats(long_df, m) for m in models]
     if len(models) == 1:
@@ -353,7 +382,7 @@ def plan_variance(long_df: pd.DataFrame, models: str | Sequence[str] | None = No
     elif paired:
         a, b = stats_[0].align(stats_[1], join="inner", axis=0)
         if len(a) < 2:
-            raise ValueError("the two models share fewer than two graded questions")
+            raise EvalkitInputError("models", "the two models share fewer than two graded questions")
         score = a["mean"] - b["mean"]
         noise = a["var"] / a["k"] + b["var"] / b["k"]
         within = a["var"] + b["var"]
@@ -366,10 +395,11 @@ def plan_variance(long_df: pd.DataFrame, models: str | Sequence[str] | None = No
         icc = float(sum(p.icc * p.var_total_k1 for p in parts) / tot) if tot > 0 else 0.0
         return PlanVariance(vb, vw, icc, tot, min(p.n_items or 0 for p in parts), "unpaired")
     if len(score) < 2:
-        raise ValueError("fewer than two graded questions")
+        raise EvalkitInputError("df", "fewer than two graded questions")
     cl = clusters.reindex(score.index).to_numpy()
     if len(np.unique(cl)) < 2:
-        raise ValueError(f"the questions fall in one cluster of {cluster!r}; the ICC needs at least two")
+        raise EvalkitInputError(
+            "cluster", f"the questions fall in one cluster of {cluster!r}; the ICC needs at least two")
     total = float(score.var(ddof=1))
     repeated = bool(within.notna().any())
     # The cluster-level variance (ANOVA ICC of the observed per-question scores times their

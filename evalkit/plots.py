@@ -24,6 +24,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from .errors import EvalkitInputError
+
 __all__ = [
     "ESTIMATOR_COLORS",
     "COLOR_ALIASES",
@@ -257,7 +259,7 @@ def plot_intervals(table: pd.DataFrame, *, label: str, methods: Sequence[str] | 
     """
     need = {label, "method", "estimate", "ci_low", "ci_high"}
     if not need <= set(table.columns):
-        raise ValueError(f"table needs columns {sorted(need)}")
+        raise EvalkitInputError("table", f"table needs columns {sorted(need)}")
     methods = list(pd.unique(table["method"])) if methods is None else list(methods)
     rows = list(pd.unique(table[label])) if order is None else list(order)
     ax = _axes(ax, (8.0, max(3.0, 0.36 * len(rows) + 1.2)))
@@ -376,7 +378,7 @@ def plot_coverage_designs(summary: pd.DataFrame, *, nominal: float = 0.95, ax: A
     """
     need = {"design", "estimator", "coverage", "coverage_mcse"}
     if not need <= set(summary.columns):
-        raise ValueError(f"summary needs columns {sorted(need)}")
+        raise EvalkitInputError("summary", f"summary needs columns {sorted(need)}")
     ax = _axes(ax)
     designs = list(pd.unique(summary["design"]))
     names = list(pd.unique(summary["estimator"]))

@@ -17,6 +17,7 @@ because at leaderboard scale a long table would be wasteful.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 from functools import lru_cache
@@ -26,7 +27,9 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special
 
+from ._checks import _real, check_range
 from .data import MISSING_REASONS
+from .errors import EvalkitInputError
 from .irt import _check_sigma, _row_step, _sigmoid
 from .types import as_rng
 
@@ -92,9 +95,9 @@ def simulate_calibrate(mean: float, icc: float, beta_x: float = 0.0) -> tuple[fl
         A mean outside (0, 1) or an ICC outside [0, 0.9].
     """
     if not 0.0 < mean < 1.0:
-        raise ValueError(f"mean accuracy must be in (0, 1), got {mean}")
+        raise EvalkitInputError("mean", f"mean accuracy must be in (0, 1), got {mean}")
     if not 0.0 <= icc <= 0.9:
-        raise ValueError(f"icc must be in [0, 0.9], got {icc}")
+        raise EvalkitInputError("icc", f"icc must be in [0, 0.9], got {icc}")
 
     def mu_for(sigma_u: float) -> float:
         return optimize.brentq(lambda m: simulate_icc_observed(m, sigma_u, beta_x)[0] - mean, -30, 30, xtol=1e-12)
@@ -106,7 +109,7 @@ def simulate_calibrate(mean: float, icc: float, beta_x: float = 0.0) -> tuple[fl
     while f(hi) < 0:
         hi *= 2
         if hi > 64:
-            raise ValueError(f"icc={icc} is not reachable at mean={mean} with beta_x={beta_x}")
+            raise EvalkitInputError("icc", f"icc={icc} is not reachable at mean={mean} with beta_x={beta_x}")
     sigma_u = optimize.brentq(f, 1e-8, hi, xtol=1e-10)
     return mu_for(sigma_u), float(sigma_u)
 
@@ -155,29 +158,30 @@ def simulate_cluster_sizes(n_clusters: int, cluster_size: int, *, sizes: SizeDes
     [40, 3, 3, 2, 2]
     """
     if n_clusters < 1 or cluster_size < 1:
-        raise ValueError("n_clusters and cluster_size must be positive")
+        raise EvalkitInputError("n_clusters", "n_clusters and cluster_size must be positive")
     total = n_clusters * cluster_size
     if sizes == "balanced":
         return np.full(n_clusters, cluster_size, dtype=int)
     if sizes == "dominant":
         if not 0.0 < dominant_share < 1.0:
-            raise ValueError(f"dominant_share must be in (0, 1), got {dominant_share}")
+            raise EvalkitInputError("dominant_share", f"dominant_share must be in (0, 1), got {dominant_share}")
         if n_clusters < 2:
-            raise ValueError("the dominant design needs at least two clusters")
+            raise EvalkitInputError("n_clusters", "the dominant design needs at least two clusters")
         big = int(round(dominant_share * total))
         rest = total - big
         if rest < n_clusters - 1:
-            raise ValueError(f"dominant_share={dominant_share} leaves {rest} items for {n_clusters - 1} "
+            raise EvalkitInputError(
+                "dominant_share", f"dominant_share={dominant_share} leaves {rest} items for {n_clusters - 1} "
                              "other clusters; lower it or use larger clusters")
         small = np.full(n_clusters - 1, rest // (n_clusters - 1), dtype=int)
         small[: rest - small.sum()] += 1
         return np.r_[big, small].astype(int)
     if sizes != "skewed":
-        raise ValueError(f"sizes must be one of {SIZE_DESIGNS} or explicit sizes, got {sizes!r}")
+        raise EvalkitInputError("sizes", f"sizes must be one of {SIZE_DESIGNS} or explicit sizes, got {sizes!r}")
     if cluster_size < 2:
-        raise ValueError("skewed sizes need cluster_size >= 2")
+        raise EvalkitInputError("sizes", "skewed sizes need cluster_size >= 2")
     if rng is None:
-        raise ValueError("skewed sizes are random: pass rng")
+        raise EvalkitInputError("sizes", "skewed sizes are random: pass rng")
     gen = as_rng(rng)
     share = gen.lognormal(0.0, 1.0, n_clusters)
     extra = total - 2 * n_clusters
@@ -191,16 +195,17 @@ def _sizes_resolve(sizes: str | np.ndarray | Sequence[int], n_clusters: int | No
     """Cluster sizes from a design name (with ``n_clusters`` and ``cluster_size``) or explicit sizes."""
     if isinstance(sizes, str):
         if n_clusters is None or cluster_size is None:
-            raise ValueError(f"sizes={sizes!r} needs n_clusters and cluster_size")
+            raise EvalkitInputError("sizes", f"sizes={sizes!r} needs n_clusters and cluster_size")
         return simulate_cluster_sizes(n_clusters, cluster_size, sizes=sizes, rng=rng,  # type: ignore[arg-type]
                                       dominant_share=dominant_share)
     n_g = np.asarray(sizes)
     if n_g.ndim != 1 or n_g.size < 1 or n_g.dtype.kind not in "iu" or (n_g < 1).any():
-        raise ValueError("explicit sizes must be a 1-D array of positive integers (one per cluster)")
+        raise EvalkitInputError("sizes", "explicit sizes must be a 1-D array of positive integers (one per cluster)")
     if n_clusters is not None and n_clusters != n_g.size:
-        raise ValueError(f"n_clusters={n_clusters} but {n_g.size} explicit sizes were given")
+        raise EvalkitInputError("n_clusters", f"n_clusters={n_clusters} but {n_g.size} explicit sizes were given")
     if cluster_size is not None and n_g.sum() != n_g.size * cluster_size:
-        raise ValueError(f"cluster_size={cluster_size} disagrees with the explicit sizes (mean {n_g.mean():.3g}); "
+        raise EvalkitInputError(
+            "cluster_size", f"cluster_size={cluster_size} disagrees with the explicit sizes (mean {n_g.mean():.3g}); "
                          "omit cluster_size")
     return n_g.astype(int)
 
@@ -262,6 +267,10 @@ def simulate_clustered(*, n_clusters: int | None = None, cluster_size: int | Non
     [30, 5, 5]
     """
     gen = as_rng(rng)
+    check_range(mean, "mean", 0.0, 1.0, closed="neither")
+    check_range(icc, "icc", 0.0, 1.0, closed="left")
+    if not math.isfinite(_real(beta_x, "beta_x")):
+        raise EvalkitInputError("beta_x", f"beta_x must be a finite number, got {beta_x!r}")
     mu, sigma_u = simulate_calibrate(float(mean), float(icc), float(beta_x))
     n_g = _sizes_resolve(sizes, n_clusters, cluster_size, gen, dominant_share)
     M = n_g.size
@@ -328,14 +337,14 @@ def simulate_missing(df: pd.DataFrame, *, mechanism: Mechanism | Literal["mnar_c
                       f"random given the (observed) cluster, not MNAR; use {new!r}", DeprecationWarning, stacklevel=2)
         mechanism = new  # type: ignore[assignment]
     if mechanism not in MECHANISMS:
-        raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+        raise EvalkitInputError("mechanism", f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
     if not 0.0 < response_rate <= 1.0:
-        raise ValueError(f"response_rate must be in (0, 1], got {response_rate}")
+        raise EvalkitInputError("response_rate", f"response_rate must be in (0, 1], got {response_rate}")
     if reason not in MISSING_REASONS:
-        raise ValueError(f"reason must be one of {MISSING_REASONS}, got {reason!r}")
+        raise EvalkitInputError("reason", f"reason must be one of {MISSING_REASONS}, got {reason!r}")
     for col in ("x", "u", "correct_full"):
         if col not in df.columns:
-            raise ValueError(f"simulate_missing needs column {col!r}: start from simulate_clustered()")
+            raise EvalkitInputError("df", f"simulate_missing needs column {col!r}: start from simulate_clustered()")
     rng = as_rng(rng)
     y = df["correct_full"].to_numpy(dtype=float)
     if mechanism == "mcar":
@@ -421,13 +430,13 @@ def simulate_2pl(
     rng = as_rng(rng)
     sigma = _check_sigma(sigma)
     if int(n_models) < 2 or int(n_items) < 1:
-        raise ValueError(f"need n_models >= 2 and n_items >= 1, got {n_models}, {n_items}")
+        raise EvalkitInputError("n_models", f"need n_models >= 2 and n_items >= 1, got {n_models}, {n_items}")
     if not 0.0 <= missing < 1.0:
-        raise ValueError(f"missing must be a fraction in [0, 1), got {missing}")
+        raise EvalkitInputError("missing", f"missing must be a fraction in [0, 1), got {missing}")
     if mechanism not in ("mcar", "mar", "mnar"):
-        raise ValueError(f"mechanism must be 'mcar', 'mar' or 'mnar', got {mechanism!r}")
+        raise EvalkitInputError("mechanism", f"mechanism must be 'mcar', 'mar' or 'mnar', got {mechanism!r}")
     if a_spread < 0 or b_sd < 0:
-        raise ValueError("a_spread and b_sd must be non-negative")
+        raise EvalkitInputError("a_spread", "a_spread and b_sd must be non-negative")
     n, m = int(n_models), int(n_items)
     theta = rng.standard_normal(n)
     theta = (theta - theta.mean()) / theta.std()
@@ -494,11 +503,11 @@ def simulate_paired(*, n_clusters: int | None = None, cluster_size: int | None =
         (model, item), as ``log_read(..., epochs="all")`` returns.
     """
     if k < 1:
-        raise ValueError(f"k (answers per question) must be >= 1, got {k}")
+        raise EvalkitInputError("k", f"k (answers per question) must be >= 1, got {k}")
     g = as_rng(rng)
     n_g = _sizes_resolve(sizes, n_clusters, cluster_size, g, DOMINANT_SHARE)
     if n_g.size < 2:
-        raise ValueError("simulate_paired needs at least two clusters")
+        raise EvalkitInputError("n_clusters", "simulate_paired needs at least two clusters")
     cl = np.repeat(np.arange(len(n_g)), n_g)
     n = cl.size
     shared = g.normal(0, sd_cluster, len(n_g))[cl] + g.normal(0, sd_item, n)
@@ -586,11 +595,13 @@ def simulate_redundant(
     counts = [int(n_reference)] * 4 if isinstance(n_reference, (int, np.integer)) else [int(c) for c in n_reference]
     n_dom = len(counts)
     if n_dom < 2 or min(counts) < 1:
-        raise ValueError(f"n_reference must give at least one reference item to each of >= 2 domains, got {counts}")
+        raise EvalkitInputError(
+            "n_reference", f"n_reference must give at least one reference item to each of >= 2 domains, got {counts}")
     if n_models < 2 or n_options < 2 or n_paraphrases < 0 or n_lookalikes < 0:
-        raise ValueError("need n_models >= 2, n_options >= 2, and non-negative n_paraphrases and n_lookalikes")
+        raise EvalkitInputError(
+            "n_models", "need n_models >= 2, n_options >= 2, and non-negative n_paraphrases and n_lookalikes")
     if spread < 0 or signature < 0:
-        raise ValueError("spread and signature must be non-negative")
+        raise EvalkitInputError("spread", "spread and signature must be non-negative")
     gamma = 0.5 * rng.standard_normal((n_dom, n_options))
     gamma[np.arange(n_dom), np.arange(n_dom) % n_options] += signature  # each domain leans to its own option
     ability = 1.0 + 0.5 * rng.standard_normal(n_models)[:, None] + spread * rng.standard_normal((n_models, n_dom))

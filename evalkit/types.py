@@ -49,7 +49,9 @@ def as_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
         return seed
     if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
         return np.random.default_rng(int(seed))
-    raise TypeError(
-        "pass an int seed or a numpy.random.Generator (evalkit never draws unseeded numbers); "
+    from .errors import EvalkitInputTypeError
+
+    raise EvalkitInputTypeError(
+        "seed", "seed: pass an int seed or a numpy.random.Generator (evalkit never draws unseeded numbers); "
         f"got {type(seed).__name__}"
     )

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import EvalkitInputError
+
 __all__ = [
     "widget_live",
     "widget_slider",
@@ -100,7 +102,8 @@ def widget_live(f: Callable[..., Any], *, prompts: Sequence[str] = (), **control
     import ipywidgets as w
 
     if not controls:
-        raise ValueError("give at least one control, e.g. icc=widget_slider(0.1, 0, 0.5, 0.05, 'ICC')")
+        raise EvalkitInputError(
+            "controls", "give at least one control, e.g. icc=widget_slider(0.1, 0, 0.5, 0.05, 'ICC')")
     out = w.interactive_output(f, controls)
     box = w.HBox(list(controls.values()), layout=w.Layout(flex_flow="row wrap"))
     parts: list[Any] = []
@@ -115,7 +118,7 @@ def _limits_check(values: dict[str, float], limits: dict[str, tuple[float, float
     for name, v in values.items():
         lo, hi, _ = limits[name]
         if not lo - 1e-9 <= v <= hi + 1e-9:
-            raise ValueError(f"{name}={v} is outside the widget's range [{lo}, {hi}]; {see}")
+            raise EvalkitInputError(name, f"{name}={v} is outside the widget's range [{lo}, {hi}]; {see}")
 
 
 def _limits_slider(values: dict[str, Any], limits: dict[str, tuple[float, float, float]], name: str, label: str,
@@ -337,7 +340,7 @@ def widget_irt_redraw(sigma: float = 1.0, missing: float = 0.1, n_models: int = 
     _limits_check({"sigma": sigma, "missing": missing, "n_models": n_models, "n_items": n_items},
                   IRT_WIDGET_LIMITS, "see IRT_WIDGET_LIMITS for why")
     if mechanism not in ("mcar", "mar", "mnar"):
-        raise ValueError(f"mechanism must be 'mcar', 'mar' or 'mnar', got {mechanism!r}")
+        raise EvalkitInputError("mechanism", f"mechanism must be 'mcar', 'mar' or 'mnar', got {mechanism!r}")
     Y, truth = simulate_2pl(int(n_models), int(n_items), rng=np.random.default_rng(seed), sigma=sigma,
                             missing=missing, mechanism=mechanism)  # type: ignore[arg-type]
     with warnings.catch_warnings():
