@@ -37,8 +37,9 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import evalkit as ek  # noqa: E402
 from _results import write_results  # noqa: E402
+
+import evalkit as ek  # noqa: E402
 from evalkit.missing_dr import _or_estimate  # noqa: E402
 
 DESIGN = {"n_clusters": 40, "cluster_size": 25, "mean": 0.6, "icc": 0.2, "beta_x": 1.0,

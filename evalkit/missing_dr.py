@@ -44,7 +44,7 @@ from scipy import special
 
 from ._checks import as_labels, check_alpha, warn
 from .clustered import Estimate, _t_quantile, mean_estimate
-from .errors import EvalkitInputError, OverlapWarning
+from .errors import EvalkitInputError, OverlapWarning, SmallClustersWarning
 from .missing_propensity import PropensityFit, _as_features, propensity_fit
 
 __all__ = [
@@ -260,8 +260,8 @@ def _fit(target: np.ndarray, X: np.ndarray | None, clus: np.ndarray, kind: str, 
 def _predict(fit: PropensityFit, X: np.ndarray | None, clus: np.ndarray, conditional: bool) -> np.ndarray:
     """Predictions; cluster effects used when ``conditional`` and the cluster was in the fit, else integrated out."""
     Xk = X if X is not None and X.shape[1] else None
-    eta = fit.intercept + (Xk @ fit.coef if Xk is not None else 0.0)
-    eta = np.broadcast_to(np.asarray(eta, dtype=float), clus.shape).copy()
+    lin = fit.intercept + (Xk @ fit.coef if Xk is not None else 0.0)
+    eta: np.ndarray = np.broadcast_to(np.asarray(lin, dtype=float), clus.shape).copy()
     if fit.kind == "logistic":
         return np.asarray(special.expit(eta))
     pos = np.clip(np.searchsorted(fit.cluster_labels, clus), 0, fit.cluster_labels.size - 1)
@@ -358,8 +358,8 @@ def _calibration(m: np.ndarray, y: np.ndarray, obs: np.ndarray, bins: int = _CAL
     return out
 
 
-def _diagnostics(p: np.ndarray, m: np.ndarray, y: np.ndarray, obs: np.ndarray, feats: list[tuple[np.ndarray, list[str]]],
-                 bound: float) -> DRDiagnostics:
+def _diagnostics(p: np.ndarray, m: np.ndarray, y: np.ndarray, obs: np.ndarray,
+                 feats: list[tuple[np.ndarray, list[str]]], bound: float) -> DRDiagnostics:
     cols, names = [], []
     for X, nm in feats:
         for k, name in enumerate(nm):
@@ -381,7 +381,7 @@ def _variances(phi: np.ndarray, clus: np.ndarray, alpha: float) -> tuple[dict, d
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # the design warnings are raised once, below, for the chosen kind
         for k in ("iid", "CR0", "CR1", "CR2"):
-            e = mean_estimate(phi, None if k == "iid" else clus, se=k, alpha=alpha, binary=False)  # type: ignore[arg-type]
+            e = mean_estimate(phi, None if k == "iid" else clus, se=k, alpha=alpha, binary=False)
             ses[k], dfs[k] = e.se, e.df
             if k != "iid":
                 g_eff = e.n_clusters_effective
@@ -537,7 +537,7 @@ def _result(phi: np.ndarray, clus: np.ndarray, se: str, alpha: float, label: str
     q = _t_quantile(dfs[se], alpha)
     if se != "iid" and g_eff is not None and g_eff < 10:
         warn(f"the effective number of clusters is {g_eff:.1f}: no cluster-robust interval can be trusted with "
-             "so few", stacklevel=4)
+             "so few", stacklevel=4, category=SmallClustersWarning)
     return DREstimate(theta, ses[se], theta - q * ses[se], theta + q * ses[se], dfs[se], f"{label}, {se}",
                       int(phi.size), None if se == "iid" else M, g_eff, influence=phi - theta, pseudo=phi,
                       outcome=m, propensity=p, folds=fold, ses=ses, dfs=dfs, diagnostics=diag, parts=parts)

@@ -376,8 +376,9 @@ def simulate_missing(df: pd.DataFrame, *, mechanism: Mechanism | Literal["mnar_c
     out["p_respond"] = p_r
     out.loc[~r, "correct"] = np.nan
     out.loc[~r, "status"] = reason
-    out.attrs.update({**df.attrs, "mechanism": mechanism, "response_rate": response_rate, "strength": strength,
-                      **({"latent": float(latent)} if latent else {})})
+    out.attrs.update({**df.attrs, "mechanism": mechanism, "response_rate": response_rate, "strength": strength})
+    if latent:
+        out.attrs["latent"] = float(latent)
     return out
 
 

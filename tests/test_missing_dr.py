@@ -234,7 +234,10 @@ def test_cross_fit_matches_doubleml() -> None:
     X = d[["x", "u"]].to_numpy()
     e = ek.dr_estimate(y, d["cluster"], features=X, folds=5, seed=4)
     smpls = [(np.flatnonzero(e.folds != k), np.flatnonzero(e.folds == k)) for k in range(5)]
-    data = dml.DoubleMLData.from_arrays(X, np.nan_to_num(y), R)
+    # DoubleML also fits an outcome model on the R = 0 items (for its sensitivity analysis only, not the APO
+    # score); give those items any 0/1 values so that it has two classes
+    y_filled = np.where(R == 1, np.nan_to_num(y), np.arange(y.size) % 2)
+    data = dml.DoubleMLData.from_arrays(X, y_filled, R)
 
     def learner() -> LogisticRegression:
         return LogisticRegression(penalty=None, solver="newton-cholesky", tol=1e-12, max_iter=1000)
