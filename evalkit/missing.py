@@ -835,7 +835,9 @@ def _report_dr(m: str, y: np.ndarray, cl: np.ndarray, X: pd.DataFrame, seed: int
         return []
     note = (f"AIPW, outcome and propensity logistic on {list(X.columns)}, cross-fitted on {K} folds of whole "
             "clusters; consistent if either model is right")
-    return [_row(m, f"DR logistic, cross-fit, {s}", e.as_estimate(s, alpha), note=note, **info) for s in ("CR1", "CR2")]
+    deff = (e.ses["CR1"] / e.ses["iid"]) ** 2 if e.ses["iid"] > 0 else float("nan")
+    return [_row(m, f"DR logistic, cross-fit, {s}", e.as_estimate(s, alpha), deff_emp=deff, note=note, **info)
+            for s in ("CR1", "CR2")]
 
 
 def _report_compare(per_model: dict[str, pd.DataFrame], compare: tuple[str, str], feats: list[str],
