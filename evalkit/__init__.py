@@ -155,6 +155,7 @@ from .missing import (
     sensitivity_tipping_point,
     weights_compute,
 )
+from .missing_dr import DRDiagnostics, DREstimate, dr_compare, dr_diagnostics_plot, dr_estimate, dr_folds
 from .missing_study import STUDY_COLORS, missing_explore, missing_study
 from .montecarlo import mc_coverage_clustered, mc_run, mc_summarise, mc_tolerance
 from .partition import (
@@ -301,6 +302,12 @@ __all__ = [
     "missing_breakdown",
     "missing_features",
     "missing_report",
+    "DREstimate",
+    "DRDiagnostics",
+    "dr_estimate",
+    "dr_compare",
+    "dr_folds",
+    "dr_diagnostics_plot",
     "missing_study",
     "missing_explore",
     "STUDY_COLORS",

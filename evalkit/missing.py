@@ -859,7 +859,27 @@ def _report_model(m: str, d: pd.DataFrame, feats: list[str], truncate: Truncatio
                              deff_emp=_deff_or_nan(yo, co), **info))
         return rows, None, None, []
     ipw_rows, fit_r, wdiag, notes = _report_ipw(m, y, cl, X, truncate, method, n_boot, seed, alpha, info)
+    if X is not None:
+        ipw_rows += _report_dr(m, y, cl, X, seed, alpha, info)
     return rows + ipw_rows, fit_r, wdiag, notes
+
+
+def _report_dr(m: str, y: np.ndarray, cl: np.ndarray, X: pd.DataFrame, seed: int, alpha: float,
+               info: dict[str, Any]) -> list[dict[str, Any]]:
+    """The doubly robust rows (logistic outcome and propensity on the report's features, 5 folds of clusters)."""
+    from .missing_dr import dr_estimate
+
+    K = min(5, int(np.unique(cl).size))
+    try:
+        e = dr_estimate(y, cl, features=X, folds=K, seed=seed, alpha=alpha)
+    except ValueError as exc:
+        warn(f"model {m!r}: the doubly robust rows are not computed: {exc}")
+        return []
+    note = (f"AIPW, outcome and propensity logistic on {list(X.columns)}, cross-fitted on {K} folds of whole "
+            "clusters; consistent if either model is right")
+    deff = (e.ses["CR1"] / e.ses["iid"]) ** 2 if e.ses["iid"] > 0 else float("nan")
+    return [_row(m, f"DR logistic, cross-fit, {s}", e.as_estimate(s, alpha), deff_emp=deff, note=note, **info)
+            for s in ("CR1", "CR2")]
 
 
 def _report_compare(per_model: dict[str, pd.DataFrame], compare: tuple[str, str], feats: list[str],
@@ -907,8 +927,10 @@ def missing_report(long_df: pd.DataFrame, *, features: Sequence[str] | None = No
     then reports complete-case accuracy (i.i.d., CR1, CR2), the missing-as-wrong and
     missing-as-right bounds, optionally the scorer's random-guess replacement, IPW with a plain
     logistic propensity and with a random-intercept propensity (CR1, CR2; with truncation also
-    the untruncated CR1 row beside them), and optionally the cluster bootstrap refitting the
-    propensity. Each row carries its SE, ``1 - alpha`` interval and the empirical design effect
+    the untruncated CR1 row beside them), optionally the cluster bootstrap refitting the
+    propensity, and, when ``features`` are given, the doubly robust estimate (logistic outcome and
+    propensity models on the features, cross-fitted on five folds of whole clusters, CR1 and CR2;
+    :func:`evalkit.missing_dr.dr_estimate`). Each row carries its SE, ``1 - alpha`` interval and the empirical design effect
     ``V_cluster / V_iid`` of that estimator; the model-level ICC of the observed outcomes (ANOVA),
     the size-weighted cluster size ``m = sum n_g^2 / n``, the design effect ``1 + (m - 1) rho``,
     the effective n, the response rate, the latent ICC of *missingness* implied by the

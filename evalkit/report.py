@@ -49,7 +49,7 @@ class Report:
         ICC, design effect, effective n.
     missing_by_reason : counts and shares of each status per (task, model).
     missing_by_cluster : the missing rate per (task, model, cluster).
-    missing_estimates : bounds, complete case and IPW per (task, model) with missing answers.
+    missing_estimates : bounds, complete case, IPW and doubly robust (DR) per (task, model) with missing answers.
     comparisons : one row per pair of models within a task: paired difference, intervals, p-value,
         minimum detectable difference (80% power) and the number of comparisons made.
     notes : plain-language caveats collected while building (what was skipped and why).
@@ -72,6 +72,35 @@ def _est_cols(prefix: str, est: Any) -> dict[str, float]:
 
 def _nan_estimate(est: Estimate) -> Estimate:
     return Estimate(est.estimate, np.nan, np.nan, np.nan, np.nan, "not available", est.n, None)
+
+
+def _dr_rows(long_df: pd.DataFrame, task: str, model: Any, g: pd.DataFrame, ymiss: np.ndarray, clus: np.ndarray,
+             se: str, alpha: float, notes: list[str]) -> list[tuple[str, Estimate]]:
+    """The doubly robust row of one model: feature = the item's accuracy among the task's other models.
+
+    :func:`evalkit.missing_features`' ``acc_others`` (item difficulty from the other models, never
+    this model's own answers) is the one feature the report has for every eval log; logistic outcome
+    and propensity models on it, cross-fitted on five folds of whole clusters
+    (:func:`evalkit.missing_dr.dr_estimate`). Skipped, with a note, for a task with one model.
+    """
+    from .missing import missing_features
+    from .missing_dr import dr_estimate
+
+    tg = dict(_groups(long_df))[task]
+    if tg["model"].nunique() < 2:
+        notes.append(f"{task} / {model}: one model only, so no item difficulty from other models; DR not computed")
+        return []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", EvalkitWarning)
+            X = missing_features(tg, model=model).reindex(g["item"].to_numpy())[["acc_others"]]
+            est = dr_estimate(ymiss, clus, features=X.to_numpy(), folds=min(5, len(np.unique(clus))), seed=0,
+                              se=se, alpha=alpha)  # type: ignore[arg-type]
+        notes.extend(f"{task} / {model} (DR): {w.message}" for w in caught)
+        return [("DR, difficulty from the other models", est)]
+    except (ValueError, np.linalg.LinAlgError) as exc:
+        notes.append(f"{task} / {model}: DR not computed: {exc}")
+        return []
 
 
 def _mdd(se: float, df: float, alpha: float, power: float = _POWER) -> float:
@@ -198,6 +227,7 @@ def report_build(long_df: pd.DataFrame, *, cluster: str = "cluster", se: str = "
                     empty = sorted(answered.index[~answered].astype(str))
                     notes.append(f"{task} / {model}: clusters {empty} have no graded answer, so no weighting can "
                                  "speak for them; IPW is not reported, only the bounds")
+                rows += _dr_rows(long_df, task, model, g, ymiss, clus, se, alpha, notes)
             else:
                 notes.append(f"{task} / {model}: outcomes are epoch means (fractions), so the missing-data "
                              "bounds and IPW, which need 0/1 outcomes, are not computed")

@@ -292,7 +292,8 @@ def simulate_clustered(*, n_clusters: int | None = None, cluster_size: int | Non
 
 
 def simulate_missing(df: pd.DataFrame, *, mechanism: Mechanism | Literal["mnar_cluster"], response_rate: float,
-                     strength: float = 1.0, rng: np.random.Generator | int, reason: str = "refusal") -> pd.DataFrame:
+                     strength: float = 1.0, rng: np.random.Generator | int, reason: str = "refusal",
+                     latent: float = 0.0) -> pd.DataFrame:
     """Hide some outcomes of a simulated long table according to a missingness mechanism.
 
     The response indicator ``R`` follows ``logit P(R=1) = a0 + strength * z`` where ``z`` is
@@ -307,6 +308,12 @@ def simulate_missing(df: pd.DataFrame, *, mechanism: Mechanism | Literal["mnar_c
       ``DeprecationWarning``.)
     * ``"mnar_item"``: ``2 y - 1``, the unobserved outcome itself: missing not at random. No
       propensity on observed data can model it; only bounds and sensitivity analysis help.
+
+    ``latent`` adds a cluster effect shared with the outcome ("latent dependence"):
+    ``logit P(R=1) = a0 + strength * z + latent * u / sigma_u``, the same ``u`` that moves the
+    outcome. Answers are then missing at random given ``x`` *and* the cluster effect ``u`` (the
+    table's column ``u``, a cluster-level feature), not given ``x`` alone; response and outcome
+    are correlated within clusters. With ``latent=0`` (the default) nothing changes.
 
     ``a0`` is solved so that the expected response rate over the items equals ``response_rate``.
     Positive ``strength`` means easier items (or correct answers) are answered more often, so the
@@ -324,6 +331,9 @@ def simulate_missing(df: pd.DataFrame, *, mechanism: Mechanism | Literal["mnar_c
     rng : Generator or int
     reason : str
         The missing reason written into ``status`` (default ``refusal``).
+    latent : float
+        Log-odds effect on response of the standardised cluster effect ``u / sigma_u`` of the
+        outcome model (0 = none).
 
     Returns
     -------
@@ -358,17 +368,26 @@ def simulate_missing(df: pd.DataFrame, *, mechanism: Mechanism | Literal["mnar_c
         z = u / sd if sd > 0 else np.zeros(len(df))
     else:
         z = 2.0 * y - 1.0
+    if latent:
+        u = df["u"].to_numpy(dtype=float)
+        sd = df.attrs.get("sigma_u") or u.std()
+        z_lat = float(latent) * (u / sd if sd > 0 else np.zeros(len(df)))
+        z, k = strength * z + z_lat, 1.0
+    else:
+        k = strength
     out = df.copy()
     if response_rate == 1.0:
         p_r = np.ones(len(df))
     else:
-        a0 = optimize.brentq(lambda a: special.expit(a + strength * z).mean() - response_rate, -50, 50)
-        p_r = special.expit(a0 + strength * z)
+        a0 = optimize.brentq(lambda a: special.expit(a + k * z).mean() - response_rate, -50, 50)
+        p_r = special.expit(a0 + k * z)
     r = rng.random(len(df)) < p_r
     out["p_respond"] = p_r
     out.loc[~r, "correct"] = np.nan
     out.loc[~r, "status"] = reason
     out.attrs.update({**df.attrs, "mechanism": mechanism, "response_rate": response_rate, "strength": strength})
+    if latent:
+        out.attrs["latent"] = float(latent)
     return out
 
 

@@ -1,8 +1,8 @@
 """Conformance of evalkit.missing with R: ``lme4::glmer`` (random-intercept logistic), ``clubSandwich`` (CR2).
 
-These tests run only where ``Rscript`` and the R packages ``lme4`` and ``clubSandwich`` are
-installed (Debian: ``apt-get install r-cran-lme4 r-cran-clubsandwich``, about two minutes); they skip
-with the reason otherwise.
+These tests run only where ``Rscript`` and the R packages ``lme4`` and ``clubSandwich`` (and, for
+the doubly robust variance, ``survey``) are installed (Debian: ``apt-get install r-cran-lme4
+r-cran-clubsandwich r-cran-survey``, about two minutes); they skip with the reason otherwise.
 """
 
 from __future__ import annotations
@@ -226,3 +226,46 @@ def test_ipw_compare_cr2_satterthwaite_matches_clubsandwich(rscript, tmp_path) -
             assert e.df == len(set(labels)) - 1
     # the design is unbalanced enough that Satterthwaite's df is well below M - 1
     assert r["df"] < 0.8 * (len(set(labels)) - 1)
+
+
+# --------------------------------------------------------------------------------------------
+# doubly robust (evalkit.missing_dr): the cluster variance of the influence values against survey
+# --------------------------------------------------------------------------------------------
+
+_SURVEY = """
+suppressMessages(library(survey))
+d <- read.csv("{csv}")
+des <- svydesign(ids = ~cluster, data = d, weights = ~w)
+m <- svymean(~phi, des)
+cat("est=", sprintf("%.15g", coef(m)[1]), "\\n", sep = "")
+cat("se=", sprintf("%.15g", SE(m)[1]), "\\n", sep = "")
+dd <- svymean(~dphi, des)
+cat("se_diff=", sprintf("%.15g", SE(dd)[1]), "\\n", sep = "")
+"""
+
+
+@pytest.mark.r_packages("survey")
+@pytest.mark.parametrize("sizes", ["balanced", "skewed"])
+def test_dr_cluster_variance_matches_survey(rscript, tmp_path, sizes: str) -> None:
+    """CR1 of dr_estimate (the influence values summed by cluster) is survey's linearisation SE of mean(phi).
+
+    ``svydesign(ids = ~cluster)`` with equal weights and ``svymean`` give the with-replacement
+    cluster (ultimate cluster) variance ``M / (M - 1) sum_g (z_g - mean z)^2`` of the cluster totals
+    ``z_g = sum_{i in g} (phi_i - theta) / n``: evalkit's CR1 of the DR estimate, and of a paired
+    difference.
+    """
+    from evalkit import dr_compare, dr_estimate
+
+    rng = np.random.default_rng(11)
+    d = simulate_clustered(n_clusters=30, cluster_size=20, mean=0.6, icc=0.2, rng=rng, beta_x=1.0, sizes=sizes)
+    a = simulate_missing(d, mechanism="mar", response_rate=0.7, rng=rng, latent=1.0)
+    b = simulate_missing(d, mechanism="mar", response_rate=0.85, rng=rng)
+    X = d[["x", "u"]]
+    e = dr_estimate(a["correct"], d["cluster"], features=X, folds=5, seed=1)
+    c = dr_compare(a["correct"], b["correct"], d["cluster"], features=X, folds=5, seed=1)
+    csv = tmp_path / "dr.csv"
+    pd.DataFrame({"cluster": d["cluster"], "phi": e.pseudo, "dphi": c.pseudo, "w": 1.0}).to_csv(csv, index=False)
+    r = rscript(_SURVEY.format(csv=csv))
+    assert e.estimate == pytest.approx(r["est"], abs=1e-12)
+    assert e.ses["CR1"] == pytest.approx(r["se"], rel=1e-10)
+    assert c.ses["CR1"] == pytest.approx(r["se_diff"], rel=1e-10)

@@ -1,0 +1,311 @@
+"""The doubly robust (AIPW) accuracy of evalkit.missing_dr: contract, cross-checks, statistics.
+
+Cross-checks: the non-cross-fitted estimate and its i.i.d. SE against a stacked estimating-equation
+(M-estimation) sandwich written here from scratch; the cross-fitted estimate against DoubleML's
+average potential outcome (``DoubleMLAPO``) with the same folds of whole clusters and the same
+learners. A small seeded Monte Carlo checks double robustness and coverage with tolerances from the
+Monte Carlo standard error (the full study is ``benchmarks/bench_dr.py``).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import optimize, special
+
+import evalkit as ek
+from evalkit.errors import EvalkitInputError, OverlapWarning
+from evalkit.missing_dr import _or_estimate
+
+
+def _data(seed: int, n_clusters: int = 40, size: int = 25, latent: float = 1.0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    d = ek.simulate_clustered(n_clusters=n_clusters, cluster_size=size, mean=0.6, icc=0.2, rng=rng, beta_x=1.0)
+    return ek.simulate_missing(d, mechanism="mar", response_rate=0.7, strength=1.0, rng=rng, latent=latent)
+
+
+# --------------------------------------------------------------------------------------------
+# contract
+# --------------------------------------------------------------------------------------------
+
+def test_folds_are_whole_clusters_and_seeded() -> None:
+    d = _data(1)
+    f = ek.dr_folds(d["cluster"], 5, seed=3)
+    assert (d.assign(f=f).groupby("cluster")["f"].nunique() == 1).all()
+    assert np.bincount(d.assign(f=f).groupby("cluster")["f"].first()).tolist() == [8] * 5
+    assert np.array_equal(f, ek.dr_folds(d["cluster"], 5, seed=3))
+    assert not np.array_equal(f, ek.dr_folds(d["cluster"], 5, seed=4))
+    e = ek.dr_estimate(d["correct"], d["cluster"], features=d[["x", "u"]], folds=5, seed=3)
+    assert np.array_equal(e.folds, f)
+
+
+def test_cross_fit_never_sees_the_held_out_cluster() -> None:
+    """Changing one fold's outcomes leaves that fold's outcome predictions unchanged."""
+    d = _data(2)
+    e = ek.dr_estimate(d["correct"], d["cluster"], features=d[["x", "u"]], folds=4, seed=0)
+    k = e.folds == 0
+    y2 = d["correct"].to_numpy().copy()
+    obs = ~np.isnan(y2)
+    y2[k & obs] = 1 - y2[k & obs]
+    e2 = ek.dr_estimate(y2, d["cluster"], features=d[["x", "u"]], folds=4, seed=0)
+    assert np.array_equal(e.outcome[k], e2.outcome[k])
+    assert not np.allclose(e.outcome[~k], e2.outcome[~k])
+
+
+def test_bad_input() -> None:
+    d = _data(3, n_clusters=10, size=10)
+    y, cl, X = d["correct"], d["cluster"], d[["x"]]
+    with pytest.raises(EvalkitInputError, match="clusters"):
+        ek.dr_estimate(y, cl[:-1], features=X)
+    with pytest.raises(EvalkitInputError, match="clusters"):
+        ek.dr_estimate(y, np.where(np.arange(len(d)) == 0, None, cl.to_numpy()), features=X)
+    with pytest.raises(EvalkitInputError, match="one cluster"):
+        ek.dr_estimate(y, np.zeros(len(d)), features=X)
+    with pytest.raises(EvalkitInputError, match="folds"):
+        ek.dr_estimate(y, cl, features=X, folds=11)
+    with pytest.raises(EvalkitInputError, match="outcome_model"):
+        ek.dr_estimate(y, cl, features=X, outcome_model=np.full(len(d), 1.2))
+    with pytest.raises(EvalkitInputError, match="propensity_model"):
+        ek.dr_estimate(y, cl, features=X, propensity_model=np.zeros(len(d)))
+    with pytest.raises(EvalkitInputError, match="propensity_model"):
+        ek.dr_estimate(y, cl, features=X, propensity_model=np.full(len(d) - 1, 0.5))
+    with pytest.raises(EvalkitInputError, match="outcome_model"):
+        ek.dr_estimate(y, cl, features=X, outcome_model="tree")
+    with pytest.raises(EvalkitInputError, match="correct"):
+        ek.dr_estimate(np.full(len(d), np.nan), cl, features=X)
+    with pytest.raises(EvalkitInputError, match="correct"):
+        ek.dr_estimate(np.where(y.isna(), np.nan, 2.0), cl, features=X)
+    with pytest.raises(EvalkitInputError, match="correct_b"):
+        ek.dr_compare(y, y[:-1], cl)
+
+
+def test_overlap_warns_and_never_divides_silently() -> None:
+    d = _data(4, n_clusters=10, size=10)
+    p = np.full(len(d), 0.5)
+    p[:3] = 0.001
+    with pytest.warns(OverlapWarning, match="below"):
+        e = ek.dr_estimate(d["correct"], d["cluster"], propensity_model=p, features=d[["x"]])
+    assert np.isfinite(e.estimate) and e.diagnostics.p_min == pytest.approx(0.001)
+
+
+def test_given_predictions_are_used_as_given() -> None:
+    """With given m and pi the estimate is mean(m + R (Y - m) / pi), by hand."""
+    d = _data(5)
+    rng = np.random.default_rng(0)
+    m = rng.uniform(0.2, 0.9, len(d))
+    p = rng.uniform(0.3, 1.0, len(d))
+    y = d["correct"].to_numpy()
+    R = ~np.isnan(y)
+    phi = m + np.where(R, (np.nan_to_num(y) - m) / p, 0.0)
+    e = ek.dr_estimate(y, d["cluster"], outcome_model=m, propensity_model=p)
+    assert e.estimate == pytest.approx(phi.mean(), abs=1e-14)
+    assert e.folds is None or e.folds.size == len(d)
+    # with every propensity 1 and m = 0, DR is missing-as-wrong
+    e0 = ek.dr_estimate(y, d["cluster"], outcome_model=np.zeros(len(d)), propensity_model=np.ones(len(d)))
+    assert e0.estimate == pytest.approx(ek.missing_bounds(y, d["cluster"])[0].estimate, abs=1e-14)
+
+
+def test_cluster_variance_is_the_influence_function_summed_by_cluster() -> None:
+    d = _data(6)
+    e = ek.dr_estimate(d["correct"], d["cluster"], features=d[["x", "u"]], folds=5, seed=1)
+    codes = pd.factorize(d["cluster"])[0]
+    M, n = codes.max() + 1, len(d)
+    U = np.bincount(codes, weights=e.influence, minlength=M)
+    assert abs(e.influence.sum()) < 1e-9
+    assert e.ses["CR0"] == pytest.approx(np.sqrt(np.sum(U**2)) / n, rel=1e-12)
+    assert e.ses["CR1"] == pytest.approx(np.sqrt(M / (M - 1) * np.sum(U**2)) / n, rel=1e-12)
+    assert e.ses["iid"] == pytest.approx(np.sqrt(np.sum(e.influence**2) / (n * (n - 1))), rel=1e-12)
+    assert e.dfs["CR1"] == M - 1 and e.se == e.ses["CR1"]
+    cr2 = ek.mean_estimate(e.pseudo, d["cluster"], se="CR2", binary=False)
+    assert (e.ses["CR2"], e.dfs["CR2"]) == (cr2.se, cr2.df)
+    assert e.as_estimate("CR2").ci_low == pytest.approx(cr2.ci_low, abs=1e-14)
+
+
+def test_diagnostics_are_returned_and_read_right() -> None:
+    d = _data(7)
+    e = ek.dr_estimate(d["correct"], d["cluster"], features=d[["x", "u"]], folds=5, seed=0)
+    dg = e.diagnostics
+    assert list(dg.overlap.index) == ["answered", "missing"]
+    assert int(dg.overlap.loc["answered", "n"]) == int(d["correct"].notna().sum())
+    b = dg.balance.set_index("feature")
+    # response depends on x and u, so the answered items differ from all items; weighting removes most of it
+    assert (b["smd_raw"].abs() > 0.1).all()
+    assert (b["smd_weighted"].abs() < b["smd_raw"].abs() / 2).all()
+    assert dg.calibration["n"].sum() == int(d["correct"].notna().sum())
+    import matplotlib
+    matplotlib.use("Agg")
+    fig = ek.dr_diagnostics_plot(e, correct=d["correct"])
+    assert len(fig.axes) == 3
+
+
+def test_paired_difference_is_the_mean_of_differences_of_pseudo_outcomes() -> None:
+    d = _data(8)
+    b = ek.simulate_missing(d.assign(correct=d["correct_full"], status="ok"), mechanism="mar",
+                            response_rate=0.9, rng=11)["correct"]
+    kw = dict(features=d[["x", "u"]], folds=5, seed=2)
+    c = ek.dr_compare(d["correct"], b, d["cluster"], **kw)
+    ea, eb = (ek.dr_estimate(v, d["cluster"], **kw) for v in (d["correct"], b))
+    assert c.estimate == pytest.approx(ea.estimate - eb.estimate, abs=1e-12)
+    dphi = ea.pseudo - eb.pseudo
+    assert c.se == pytest.approx(ek.mean_estimate(dphi, d["cluster"], se="CR1", binary=False).se, rel=1e-12)
+    # pairing: the variance of the difference is not the sum of the variances
+    assert c.se**2 < ea.se**2 + eb.se**2
+
+
+def test_simulate_missing_default_is_unchanged_and_latent_is_additive() -> None:
+    d = ek.simulate_clustered(n_clusters=20, cluster_size=10, mean=0.6, icc=0.2, rng=1, beta_x=1.0)
+    a = ek.simulate_missing(d, mechanism="mar", response_rate=0.7, rng=5)
+    b = ek.simulate_missing(d, mechanism="mar", response_rate=0.7, rng=5, latent=0.0)
+    pd.testing.assert_frame_equal(a, b)
+    c = ek.simulate_missing(d, mechanism="mar", response_rate=0.7, rng=5, latent=1.5)
+    x = (d["x"] - d["x"].mean()) / d["x"].std(ddof=0)
+    lin = special.logit(c["p_respond"]) - x
+    # the extra term is 1.5 u / sigma_u (the intercept absorbs the rest)
+    np.testing.assert_allclose(np.diff(lin), 1.5 * np.diff(d["u"] / d.attrs["sigma_u"]), atol=1e-9)
+    assert c["p_respond"].mean() == pytest.approx(0.7, abs=1e-9)
+
+
+# --------------------------------------------------------------------------------------------
+# cross-check 1: stacked estimating equations (M-estimation), written from scratch
+# --------------------------------------------------------------------------------------------
+
+def _stacked(y: np.ndarray, X: np.ndarray, codes: np.ndarray | None) -> tuple[float, float]:
+    """Solve the stacked equations of (propensity logit, outcome logit, theta); full sandwich SE of theta."""
+    n = y.size
+    R = (~np.isnan(y)).astype(float)
+    yy = np.nan_to_num(y)
+    Z = np.column_stack([np.ones(n), X])
+    k = Z.shape[1]
+
+    def psi(par: np.ndarray) -> np.ndarray:
+        a, b, th = par[:k], par[k:2 * k], par[-1]
+        p, m = special.expit(Z @ a), special.expit(Z @ b)
+        return np.column_stack([Z * (R - p)[:, None], Z * (R * (yy - m))[:, None],
+                                m + R * (yy - m) / p - th])
+
+    sol = optimize.root(lambda par: psi(par).sum(axis=0) / n, np.zeros(2 * k + 1), method="hybr", tol=1e-14)
+    assert sol.success
+    par = sol.x
+    # bread by central differences of the mean estimating function
+    A = np.empty((par.size, par.size))
+    for j in range(par.size):
+        h = 1e-6 * max(1.0, abs(par[j]))
+        e = np.zeros(par.size)
+        e[j] = h
+        A[:, j] = (psi(par + e).mean(axis=0) - psi(par - e).mean(axis=0)) / (2 * h)
+    S = psi(par)
+    if codes is not None:
+        S = np.vstack([np.bincount(codes, weights=S[:, j]) for j in range(S.shape[1])]).T
+    B = S.T @ S / n
+    Ainv = np.linalg.inv(A)
+    V = Ainv @ B @ Ainv.T / n
+    return float(par[-1]), float(np.sqrt(V[-1, -1]))
+
+
+def test_no_cross_fit_matches_stacked_estimating_equations() -> None:
+    d = _data(9, n_clusters=200, size=25, latent=0.0)
+    y = d["correct"].to_numpy()
+    X = d[["x"]].to_numpy()
+    e = ek.dr_estimate(y, np.arange(len(d)) // 1, features=X, cross_fit=False)
+    theta, se_full = _stacked(y, X, None)
+    assert e.estimate == pytest.approx(theta, abs=1e-9)
+    # the theta row alone (nuisances held at their fit) is the i.i.d. influence-function SE, with n/(n-1)
+    n = y.size
+    assert e.ses["iid"] == pytest.approx(np.sqrt(np.sum(e.influence**2) / n**2 * n / (n - 1)), rel=1e-12)
+    # with both models right the nuisance terms of the full sandwich vanish as n grows: here (n = 5000)
+    # they move the SE by well under 3%, the order sqrt(1/n) * (a few) of the bread's cross terms
+    assert abs(e.ses["iid"] / se_full - 1) < 0.03
+
+
+# --------------------------------------------------------------------------------------------
+# cross-check 2: DoubleML's average potential outcome, the same folds and learners
+# --------------------------------------------------------------------------------------------
+
+def test_cross_fit_matches_doubleml() -> None:
+    dml = pytest.importorskip("doubleml")
+    from sklearn.linear_model import LogisticRegression
+
+    d = _data(10, n_clusters=30, size=30)
+    y = d["correct"].to_numpy()
+    R = (~np.isnan(y)).astype(int)
+    X = d[["x", "u"]].to_numpy()
+    e = ek.dr_estimate(y, d["cluster"], features=X, folds=5, seed=4)
+    smpls = [(np.flatnonzero(e.folds != k), np.flatnonzero(e.folds == k)) for k in range(5)]
+    # DoubleML also fits an outcome model on the R = 0 items (for its sensitivity analysis only, not the APO
+    # score); give those items any 0/1 values so that it has two classes
+    y_filled = np.where(R == 1, np.nan_to_num(y), np.arange(y.size) % 2)
+    data = dml.DoubleMLData.from_arrays(X, y_filled, R)
+
+    def learner() -> LogisticRegression:
+        return LogisticRegression(penalty=None, solver="newton-cholesky", tol=1e-12, max_iter=1000)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        apo = dml.DoubleMLAPO(data, ml_g=learner(), ml_m=learner(), treatment_level=1, n_folds=5,
+                              trimming_threshold=1e-12, draw_sample_splitting=False)
+        apo.set_sample_splitting(smpls)
+        apo.fit()
+    assert float(apo.coef[0]) == pytest.approx(e.estimate, abs=1e-8)
+
+
+# --------------------------------------------------------------------------------------------
+# statistics: a small seeded Monte Carlo (the full study is benchmarks/bench_dr.py)
+# --------------------------------------------------------------------------------------------
+
+N_REPS = 200
+
+
+def _sim(rng: np.random.Generator) -> pd.DataFrame:
+    d = ek.simulate_clustered(n_clusters=30, cluster_size=20, mean=0.6, icc=0.2, rng=rng, beta_x=1.0)
+    return ek.simulate_missing(d, mechanism="mar", response_rate=0.7, strength=1.0, rng=rng, latent=1.0)
+
+
+_LAST: dict = {}
+
+
+def _dr(d: pd.DataFrame, of: list[str], pf: list[str], se: str = "CR1") -> ek.Estimate:
+    key = (d["x"].to_numpy().tobytes(), d["correct"].to_numpy().tobytes(), tuple(of), tuple(pf))
+    if key not in _LAST:  # one fit per data set and models; its CR1 and iid intervals both come from it
+        _LAST.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ek.EvalkitWarning)
+            _LAST[key] = ek.dr_estimate(d["correct"], d["cluster"], outcome_features=d[of],
+                                        propensity_features=d[pf], folds=5, seed=0)
+    return _LAST[key].as_estimate(se)
+
+
+@pytest.fixture(scope="module")
+def mc() -> pd.DataFrame:
+    R, W = ["x", "u"], ["x"]
+    est = {
+        "both right": lambda d: _dr(d, R, R),
+        "both right iid": lambda d: _dr(d, R, R, "iid"),  # the same fit (cached): estimators run in order
+        "propensity wrong": lambda d: _dr(d, R, W),
+        "outcome wrong": lambda d: _dr(d, W, R),
+        "both wrong": lambda d: _dr(d, W, W),
+        "OR wrong": lambda d: _or_estimate(d["correct"], d["cluster"], d[W]),
+    }
+    return ek.mc_summarise(ek.mc_run(_sim, est, truth=0.6, n_reps=N_REPS, seed=7, progress=False))
+
+
+@pytest.mark.slow
+def test_double_robustness(mc: pd.DataFrame) -> None:
+    for name in ("both right", "propensity wrong", "outcome wrong"):
+        r = mc.loc[name]
+        assert abs(r["bias"]) < 4 * r["bias_mcse"], (name, r["bias"], r["bias_mcse"])
+    # and the check can fail: with both models wrong (and for the wrong outcome regression) the bias is real
+    for name in ("both wrong", "OR wrong"):
+        r = mc.loc[name]
+        assert abs(r["bias"]) > 4 * r["bias_mcse"], (name, r["bias"], r["bias_mcse"])
+
+
+@pytest.mark.slow
+def test_cluster_robust_coverage_and_the_cost_of_iid(mc: pd.DataFrame) -> None:
+    c = mc.loc["both right", "coverage"]
+    assert abs(c - 0.95) < ek.mc_tolerance(0.95, N_REPS)
+    ci = mc.loc["both right iid", "coverage"]
+    # the i.i.d. interval ignores the shared cluster effect in phi: well below nominal
+    assert ci < 0.95 - ek.mc_tolerance(0.95, N_REPS)
