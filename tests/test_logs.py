@@ -199,8 +199,10 @@ def test_bad_input_names_the_file(tmp_path: pathlib.Path) -> None:
     pd.DataFrame({"model": ["a"], "item": ["i"], "cluster": ["c"], "correct": [np.nan]}).to_csv(table, index=False)
     with pytest.raises(ek.LogFormatError, match="no outcome"):
         ek.log_read(table)
-    with pytest.raises(ek.LogFormatError, match="several filters"):
-        ek.log_read(LM_EVAL / "output" / "scripted")
+    # several filters: the first the file lists is reported, and a note says so (review C6)
+    two = ek.log_read(LM_EVAL / "output" / "scripted")
+    assert set(two.loc[two["task"] == "mini_short", "filter"]) == {"strict-match"}
+    assert any("logged under the filters" in n and "--filter" in n for n in two.attrs["evalkit_notes"])
     with pytest.raises(ek.LogFormatError, match="no cluster field"):
         ek.log_read(INSPECT / "logs" / "eval", cluster="difficulty")
     with pytest.raises(ek.LogFormatError, match="same \\(model, item\\)"):
