@@ -139,18 +139,47 @@ def _zip_read(zf: zipfile.ZipFile, info: zipfile.ZipInfo, path: PathLike) -> byt
     return bytes(data)
 
 
-def _inspect_eval_archive(path: pathlib.Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _json_entry(zf: zipfile.ZipFile, info: zipfile.ZipInfo, path: PathLike) -> Any:
+    try:
+        return json.loads(_zip_read(zf, info, path))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise _fail(path, f"entry {info.filename!r} of the .eval archive is not valid JSON ({exc})") from exc
+
+
+def _inspect_eval_archive(path: pathlib.Path, *, full: bool = False) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Header and sample records of a ``.eval`` archive.
+
+    A finished log also holds ``summaries.json``: one small record per sample with its id, epoch,
+    metadata, scores and error, which is all the importer needs, and a tenth of the bytes to
+    parse (the full sample also stores every message and event). It is used when it lists exactly
+    the samples the archive holds; otherwise (an unfinished log, ``full=True``) every sample is read.
+    """
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
         raise _fail(path, f"not a readable .eval (zip) archive: {exc}") from exc
     with zf:
         infos = {i.filename: i for i in zf.infolist()}
-        if "header.json" not in infos:
-            raise _fail(path, "the .eval archive has no header.json (an unfinished or foreign log?)")
-        header = json.loads(_zip_read(zf, infos["header.json"], path))
-        samples = [json.loads(_zip_read(zf, info, path)) for name, info in sorted(infos.items())
-                   if name.startswith("samples/") and name.endswith(".json")]
+        if "header.json" in infos:
+            header = _json_entry(zf, infos["header.json"], path)
+        elif "_journal/start.json" in infos:
+            # an unfinished log (the run was interrupted before Inspect wrote its header): the
+            # journal's start record has the eval spec; the samples written so far are read
+            header = _json_entry(zf, infos["_journal/start.json"], path)
+            if isinstance(header, dict):
+                header = {**header, "status": "started"}
+        else:
+            raise _fail(path, "the .eval archive has no header.json (a foreign file?)")
+        if not isinstance(header, dict):
+            raise _fail(path, "header.json is not an object")
+        entries = sorted(n for n in infos if n.startswith("samples/") and n.endswith(".json"))
+        if not full and "summaries.json" in infos:
+            summaries = _json_entry(zf, infos["summaries.json"], path)
+            if (isinstance(summaries, list) and len(summaries) == len(entries)
+                    and all(isinstance(x, dict) and "scores" in x for x in summaries)
+                    and {f"samples/{x.get('id')}_epoch_{x.get('epoch')}.json" for x in summaries} == set(entries)):
+                return header, summaries
+        samples = [_json_entry(zf, infos[name], path) for name in entries]
     return header, samples
 
 
@@ -347,7 +376,9 @@ def log_read_inspect(path: PathLike, *, cluster: str | None = None, scorer: str 
     if run_status != "success":
         done = len(samples)
         total = f"{int(planned) * n_epochs_planned}" if isinstance(planned, int) else "an unknown number of"
-        notes.append(f"{p.name}: the run's status is {run_status!r} ({task}, {model}): {done} of {total} planned "
+        what = "the log is unfinished (the run stopped before Inspect closed it)" if run_status == "started" \
+            else f"the run's status is {run_status!r}"
+        notes.append(f"{p.name}: {what} ({task}, {model}): {done} of {total} planned "
                      "sample-epochs are in the log; the accuracy describes only those, and the comparisons "
                      "only the samples both models ran")
     summaries = []

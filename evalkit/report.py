@@ -454,9 +454,17 @@ def _one_model(task: str, model: str, g: pd.DataFrame, se: str, alpha: float, ac
     else:
         n_eff = min(float(n_graded), n_graded / deff) if np.isfinite(deff) and deff > 0 else np.nan
     if np.isfinite(deff) and deff < 1 and np.isfinite(n_eff) and n_eff >= n_graded:
-        other_msgs.setdefault((task, "the design effect is below 1 (clusters more alike than chance would make "
-                                     "them, or few clusters); the effective n is capped at the graded items"),
-                              []).append(model)
+        notes.add(5, task, f"{task} / {model}: the design effect is below 1 (clusters more alike than chance "
+                           "would make them, or few clusters); the effective n is capped at the graded items")
+    if not binary:
+        lo_c, hi_c = max(0.0, cr.ci_low), min(1.0, cr.ci_high)
+        lo_i, hi_i = max(0.0, iid.ci_low), min(1.0, iid.ci_high)
+        if (lo_c, hi_c, lo_i, hi_i) != (cr.ci_low, cr.ci_high, iid.ci_low, iid.ci_high):
+            notes.add(3, task, f"{task} / {model}: a t interval of the epoch means leaves [0, 1]; it is shown "
+                               "clipped to [0, 1]")
+            cr = Estimate(cr.estimate, cr.se, lo_c, hi_c, cr.df, cr.method, cr.n, cr.n_clusters,
+                          cr.n_clusters_effective)
+            iid = Estimate(iid.estimate, iid.se, lo_i, hi_i, iid.df, iid.method, iid.n)
     tool = g["correct_tool"].to_numpy(dtype=float) if "correct_tool" in g.columns else np.full(n_items, np.nan)
     has_tool = ~np.isnan(tool)
     n_ep = g["n_epochs"].to_numpy(dtype=float) if "n_epochs" in g.columns else np.ones(n_items)
@@ -516,10 +524,6 @@ def _one_model(task: str, model: str, g: pd.DataFrame, se: str, alpha: float, ac
                     text = _clean(str(w.message), se)
                     if text and not _design(text):
                         other_msgs.setdefault((task, f"(IPW) {text}"), []).append(model)
-                if ipw.ci_low < 0 or ipw.ci_high > 1:
-                    other_msgs.setdefault((task, "(IPW) the t interval of the IPW estimate leaves [0, 1]: few "
-                                                 "effective clusters or extreme weights; read the bounds instead"),
-                                          []).append(model)
             except (ValueError, np.linalg.LinAlgError) as exc:
                 notes.add(3, task, f"{task} / {model}: IPW not computed: {exc}")
         else:
@@ -615,12 +619,19 @@ def _comparisons(task: str, tg: pd.DataFrame, accuracy: pd.DataFrame, se: str, a
     p = np.where(np.isfinite(cr_df), 2 * stats.t.sf(np.abs(t), np.where(np.isfinite(cr_df), cr_df, 1.0)),
                  2 * stats.norm.sf(np.abs(t)))
     clipped = (cr_lo < -1) | (cr_hi > 1) | (iid_lo < -1) | (iid_hi > 1)
+    fin = np.isfinite(cr_df)
+    dfv = np.where(fin, cr_df, 1.0)
+    z = np.where(fin, stats.t.ppf(1 - alpha / 2, dfv) + stats.t.ppf(_POWER, dfv),
+                 stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(_POWER))
+    mdd = z * cr_se
     n_graded = accuracy[accuracy["task"] == task].set_index("model")["n_graded"]
     for k, j in enumerate(made):
         a, b = keep[j]
         if cr_se[k] == 0:
-            notes.add(3, task, f"{task}: {a} and {b} differ by the same amount on every shared item's cluster "
-                               f"(difference {d[k]:.3g}, se 0): there is no sampling variability to test")
+            same = "give the same answer on every item both answered" if d[k] == 0 and iid_se[k] == 0 else \
+                f"differ by the same amount ({d[k]:.3g}) in every cluster"
+            notes.add(3, task, f"{task}: {a} and {b} {same}: the paired interval has zero width and says nothing "
+                               "about sampling variability")
         smaller = min(n_graded.get(a, nn[k]), n_graded.get(b, nn[k]))
         if nn[k] < 0.8 * smaller:
             notes.add(3, task, f"{task}: {a} vs {b} share only {int(nn[k])} graded items of {int(smaller)}: the "
@@ -629,7 +640,7 @@ def _comparisons(task: str, tg: pd.DataFrame, accuracy: pd.DataFrame, se: str, a
                          "iid_low": max(-1.0, iid_lo[k]), "iid_high": min(1.0, iid_hi[k]), "iid_se": iid_se[k],
                          "cr_low": max(-1.0, cr_lo[k]), "cr_high": min(1.0, cr_hi[k]), "cr_se": cr_se[k],
                          "cr_df": cr_df[k], "p_value": float(min(1.0, p[k])),
-                         "mdd_80": _mdd(cr_se[k], cr_df[k], alpha), "n_comparisons": m})
+                         "mdd_80": float(mdd[k]), "n_comparisons": m})
     if clipped.any():
         notes.add(3, task, f"{task}: {int(clipped.sum())} paired intervals reach past [-1, 1] (few effective "
                            "clusters); they are shown clipped to that range")
