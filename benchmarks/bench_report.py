@@ -151,11 +151,11 @@ def bench_logs(n_samples: int, repeat: int) -> dict[str, Any]:
                 out["evalkit_over_inspect_summaries"] = t_new / t_sum
             except ImportError:
                 pass
-        t_full, df_full = _best(lambda: ek.logs._finish(_full_frame(path), "mean", path.name), 1)
-        out["evalkit_every_sample_s"] = t_full
         else:
             out["inspect_read_eval_log_s"] = None
             out["note"] = "inspect_ai is not installed (pip install -e '.[inspect]'): no Inspect ratio"
+        t_full, _ = _best(lambda: ek.logs._finish(_full_frame(path), "mean", path.name), 1)
+        out["evalkit_every_sample_s"] = t_full
     return out
 
 

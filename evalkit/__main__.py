@@ -56,7 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             col = "cluster"
             if args.cluster:
                 names = [c.strip() for c in args.cluster.split(",")]
-                col = next((c for c in names if c in df.columns and c != "cluster"), "cluster")
+                from_logs = bool(df.attrs.get("evalkit_runs"))
+                col = next((c for c in names if c in df.columns and c != "cluster"),
+                           "cluster" if from_logs or "cluster" in names else names[0])
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 rep = report_build(df, cluster=col, se=args.se, alpha=args.alpha, baseline=args.baseline,
