@@ -48,7 +48,8 @@ from _results import write_results  # noqa: E402
 import evalkit as ek  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-FIXTURE = ROOT / "tests/fixtures/eval_logs/inspect_ai/logs/eval/2026-11-30T11-09-42-00-00_mcq-subjects_5Xdjo8KqChV8PRDEuEbgtb.eval"
+FIXTURE = (ROOT / "tests/fixtures/eval_logs/inspect_ai/logs/eval"
+           / "2026-11-30T11-09-42-00-00_mcq-subjects_5Xdjo8KqChV8PRDEuEbgtb.eval")
 BASE_COMMIT = "a0f42cd"  # the report and the readers before the vectorised paths
 
 
@@ -219,8 +220,8 @@ def main(argv: list[str] | None = None) -> None:
     rep = bench_report(*shape, repeat=args.repeat)
     print(f"load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} cores")
     print(f"(a) reading a {n_samples:,}-sample .eval ({logs['file_mb']:.0f} MB):")
-    print(f"    evalkit {logs['evalkit_s']:.2f} s (from every full sample record: {logs['evalkit_every_sample_s']:.2f} s)",
-          end="")
+    print(f"    evalkit {logs['evalkit_s']:.2f} s (from every full sample record: "
+          f"{logs['evalkit_every_sample_s']:.2f} s)", end="")
     if logs.get("evalkit_before_s") is not None:
         print(f"; before {logs['evalkit_before_s']:.2f} s ({logs['speedup_vs_before']:.1f}x)", end="")
     if logs.get("inspect_read_eval_log_s") is not None:

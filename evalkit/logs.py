@@ -289,7 +289,7 @@ def _cluster_field(path: PathLike, records: Sequence[dict[str, Any]], cluster: s
     With ``cluster=None``: the only field every record's metadata has, if there is exactly one;
     otherwise None (cluster by task).
     """
-    metas = [r.get(where) if isinstance(r.get(where), dict) else {} for r in records]
+    metas: list[dict[str, Any]] = [m if isinstance(m := r.get(where), dict) else {} for r in records]
     common = set(metas[0]).intersection(*metas[1:]) if metas else set()
     if cluster is None:
         return next(iter(common)) if len(common) == 1 else None
@@ -301,7 +301,7 @@ def _cluster_field(path: PathLike, records: Sequence[dict[str, Any]], cluster: s
 
 
 def _meta_fields(records: Sequence[dict[str, Any]], where: str) -> list[str]:
-    metas = [r.get(where) if isinstance(r.get(where), dict) else {} for r in records]
+    metas: list[dict[str, Any]] = [m if isinstance(m := r.get(where), dict) else {} for r in records]
     return sorted(set(metas[0]).intersection(*metas[1:])) if metas else []
 
 
@@ -564,7 +564,8 @@ def log_read_lm_eval(path: PathLike, *, cluster: str | None = None, metric: str 
                        "metric": metric, "filter": filter})
     dup = df.duplicated("item")
     if dup.any():
-        raise _fail(p, f"{int(dup.sum())} documents share an id with another (e.g. {df.loc[dup, 'sample_id'].iloc[0]!r}) "
+        example = df.loc[dup, "sample_id"].iloc[0]
+        raise _fail(p, f"{int(dup.sum())} documents share an id with another (e.g. {example!r}) "
                        f"under filter {filter!r}; evalkit will not merge them")
     out = _finish(df, "mean", p.name)
     summaries = []
@@ -754,10 +755,10 @@ def _disambiguate_lm_eval(frames: list[pd.DataFrame], notes: list[str]) -> None:
             if run.get("tool") == "lm_eval" and run["model"] in clash:
                 cfg, args, folder = str(run.get("config_model")), str(run.get("model_args")), str(run.get("folder"))
                 others = by_name[run["model"]]
-                if len({(c, a) for c, a, _ in others}) == len(others):
-                    label = f"{run['model']} [{cfg} {args}]" if args not in ("null", "{}") else f"{run['model']} [{cfg}]"
-                    if len({c for c, _, _ in others}) == len(others) and args in ("null", "{}"):
-                        label = f"{run['model']} [{cfg}]"
+                if len({c for c, _, _ in others}) == len(others):
+                    label = f"{run['model']} [{cfg}]"
+                elif len({(c, a) for c, a, _ in others}) == len(others):
+                    label = f"{run['model']} [{cfg} {args}]"
                 else:
                     label = f"{run['model']} [{pathlib.Path(folder).name}]"
                 notes.append(f"lm-eval runs in different folders share the model name {run['model']!r}; "

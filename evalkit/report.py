@@ -24,7 +24,6 @@ import base64
 import html
 import io
 import itertools
-
 import os
 import pathlib
 import re
@@ -554,9 +553,9 @@ def _ranks(accuracy: pd.DataFrame, notes: _Notes) -> None:
             move = (r_mw - r_cc).abs()[flag].sort_values(ascending=False, kind="stable")
             worst = [f"{sub.loc[i, 'model']} #{int(r_cc[i])} -> #{int(r_mw[i])} "
                      f"({100 * sub.loc[i, 'share_answered']:.0f}% answered)" for i in move.index[:4]]
-            notes.add(2, str(task), f"{task}: the ranking depends on how missing answers are counted: {int(flag.sum())} "
-                                    f"of {len(sub)} models change rank between complete-case accuracy and "
-                                    f"missing-as-wrong (column rank_flag), e.g. {'; '.join(worst)}")
+            notes.add(2, str(task), f"{task}: the ranking depends on how missing answers are counted: "
+                                    f"{int(flag.sum())} of {len(sub)} models change rank between complete-case "
+                                    f"accuracy and missing-as-wrong (column rank_flag), e.g. {'; '.join(worst)}")
     accuracy["rank"] = accuracy["rank"].astype("Int64")
     accuracy["rank_missing_wrong"] = accuracy["rank_missing_wrong"].astype("Int64")
     accuracy["rank_flag"] = accuracy["rank_flag"].astype(bool)
@@ -759,7 +758,7 @@ def _figures(rep: Report) -> dict[str, bytes]:
         ax.set_yticks(ypos, g["model"].tolist(), fontsize=8 if len(g) <= 30 else 6)
         ax.set_xlim(-0.02, 1.02)
         ax.set_xlabel("accuracy (share of graded items correct)")
-        ax.set_title(f"{task}: accuracy, {level} intervals (clusters: {rep.cluster_label})", fontsize=10)
+        ax.set_title(f"{task!s}: accuracy, {level} intervals (clusters: {rep.cluster_label})", fontsize=10)
         from matplotlib.lines import Line2D
         handles = [Line2D([], [], color="0.4", lw=3.5, label=f"cluster-robust ({rep.se}), model's colour"),
                    Line2D([], [], color="0.6", lw=1.5, label="i.i.d."),
@@ -784,7 +783,7 @@ def _figures(rep: Report) -> dict[str, bytes]:
                 fig.colorbar(im, ax=ax, label="share of items with no graded answer")
                 ax.set_xlabel("model")
             ax.set_ylabel(rep.cluster_label)
-            ax.set_title(f"{task}: missing answers by {rep.cluster_label}", fontsize=10)
+            ax.set_title(f"{task!s}: missing answers by {rep.cluster_label}", fontsize=10)
             figs[f"missing_{slugs.get(str(task), _slug(str(task)))}.png"] = _png(fig)
     return figs
 
@@ -903,7 +902,7 @@ def report_write(rep: Report, out_dir: str | os.PathLike[str], *,
         nt = rep.notes_table if not rep.notes_table.empty else pd.DataFrame(
             {"severity": 3, "kind": "data", "note": rep.notes})
         for sev, g in nt.groupby("severity", sort=True):
-            kind = SEVERITY.get(int(sev), str(sev))
+            kind = SEVERITY.get(int(str(sev)), str(sev))
             md.append(f"### {kind}\n")
             md += [f"- {n}\n" for n in g["note"]]
             h.append(f"<h3>{html.escape(kind)}</h3><ul>" + "".join(f"<li>{_html_text(n)}</li>" for n in g["note"])
