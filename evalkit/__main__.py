@@ -2,7 +2,7 @@
 
 Subcommands:
 
-``evalkit report LOG_OR_TABLE... [--cluster COL] [--out DIR]``
+``evalkit report LOG_OR_TABLE... [--cluster COL] [--out DIR] [--baseline M | --top-k K]``
     Read eval logs (Inspect ``.eval``/``.json``, lm-evaluation-harness ``samples_*.jsonl``, or a
     long table in CSV/JSON lines; files or folders) and write ``report.md`` and ``report.html``
     (see :func:`evalkit.report_build`).
@@ -42,9 +42,17 @@ def _parser() -> argparse.ArgumentParser:
                      help="sample metadata field (Inspect) or document field (lm-eval) to cluster on, several "
                           "comma-separated (the first present is used); default: the only field, else the task")
     rep.add_argument("--out", default="evalkit-report", help="output folder (default: ./evalkit-report)")
-    rep.add_argument("--scorer", default=None, help="Inspect: which scorer, when a task has several")
+    rep.add_argument("--scorer", default=None, help="Inspect: which scorer, when a task has several (a log "
+                                                    "without it uses its only scorer, with a note)")
     rep.add_argument("--metric", default=None, help="lm-eval: which per-sample metric (default: the first listed)")
-    rep.add_argument("--filter", default=None, help="lm-eval: which filter, when a task has several")
+    rep.add_argument("--filter", default=None, help="lm-eval: which filter, when a task has several (default: "
+                                                    "the first listed, with a note)")
+    rep.add_argument("--model", default=None, help="lm-eval: the model name of samples files without a "
+                                                   "results_*.json beside them")
+    rep.add_argument("--baseline", default=None, help="compare each model with this one only")
+    rep.add_argument("--top-k", type=int, default=None, dest="top_k",
+                     help="compare every pair among the K most accurate models (default: all pairs up to 10 "
+                          "models, else the best 10)")
     rep.add_argument("--se", default="CR2", choices=["CR1", "CR2"], help="cluster-robust kind (default CR2)")
     rep.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default 0.05)")
     rep.add_argument("--title", default="evalkit report")
@@ -62,10 +70,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "report":
         try:
             df = log_read(args.paths, cluster=args.cluster, scorer=args.scorer, metric=args.metric,
-                          filter=args.filter, progress=True)
+                          filter=args.filter, model=args.model, on_error="note", progress=True)
+            # tables keep their columns: --cluster names one of them; logs put the field in 'cluster'
+            col = "cluster"
+            if args.cluster:
+                names = [c.strip() for c in args.cluster.split(",")]
+                from_logs = bool(df.attrs.get("evalkit_runs"))
+                col = next((c for c in names if c in df.columns and c != "cluster"),
+                           "cluster" if from_logs or "cluster" in names else names[0])
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                rep = report_build(df, se=args.se, alpha=args.alpha, progress=True)
+                rep = report_build(df, cluster=col, se=args.se, alpha=args.alpha, baseline=args.baseline,
+                                   top_k=args.top_k, progress=True)
             paths = report_write(rep, args.out, title=args.title)
         except (LogFormatError, ValueError, OSError) as exc:
             print(f"evalkit report: {exc}", file=sys.stderr)

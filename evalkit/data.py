@@ -36,8 +36,12 @@ __all__ = [
     "matrix_to_long",
 ]
 
-STATUSES: tuple[str, ...] = ("ok", "refusal", "filtered", "error", "parse_failure", "not_run")
-"""Allowed values of ``status``. Code ``i`` in :attr:`EvalMatrix.status` means ``STATUSES[i]``."""
+STATUSES: tuple[str, ...] = ("ok", "refusal", "filtered", "error", "parse_failure", "not_run",
+                             "grading_failure")
+"""Allowed values of ``status``. Code ``i`` in :attr:`EvalMatrix.status` means ``STATUSES[i]``.
+
+``grading_failure`` is a failure of the grader (a scorer or judge that could not grade the
+answer), not of the model."""
 
 MISSING_REASONS: tuple[str, ...] = STATUSES[1:]
 """The statuses that mean "no gradable answer": every status except ``ok``."""

@@ -199,8 +199,10 @@ def test_bad_input_names_the_file(tmp_path: pathlib.Path) -> None:
     pd.DataFrame({"model": ["a"], "item": ["i"], "cluster": ["c"], "correct": [np.nan]}).to_csv(table, index=False)
     with pytest.raises(ek.LogFormatError, match="no outcome"):
         ek.log_read(table)
-    with pytest.raises(ek.LogFormatError, match="several filters"):
-        ek.log_read(LM_EVAL / "output" / "scripted")
+    # several filters: the first the file lists is reported, and a note says so (review C6)
+    two = ek.log_read(LM_EVAL / "output" / "scripted")
+    assert set(two.loc[two["task"] == "mini_short", "filter"]) == {"strict-match"}
+    assert any("logged under the filters" in n and "--filter" in n for n in two.attrs["evalkit_notes"])
     with pytest.raises(ek.LogFormatError, match="no cluster field"):
         ek.log_read(INSPECT / "logs" / "eval", cluster="difficulty")
     with pytest.raises(ek.LogFormatError, match="same \\(model, item\\)"):
@@ -227,3 +229,146 @@ def test_lm_eval_without_results_needs_a_model_name(tmp_path: pathlib.Path) -> N
         ek.log_read(tmp_path / src.name)
     df = ek.log_read_lm_eval(tmp_path / src.name, model="scripted")
     assert df["correct"].mean() == pytest.approx(0.7)
+
+
+# ------------------------------------------------------------------------------------------------
+# Regression tests: review 2026-12 (A #9, #11, the importer crashes; C #2, #3, #8, the 21 s read)
+# ------------------------------------------------------------------------------------------------
+
+LAYOUTS = FIX / "layouts"
+
+
+def _finish_reference(df: pd.DataFrame) -> pd.DataFrame:
+    """The per-(model, item) loop the vectorised reduction replaces (evalkit's epoch mean)."""
+    out = []
+    for _, g in df.sort_values(["model", "item", "epoch"], kind="stable").groupby(["model", "item"], sort=False):
+        graded = g["status"] == "ok"
+        status = "ok" if graded.any() else g["status"].mode().iloc[0]
+        out.append({"model": g["model"].iloc[0], "item": g["item"].iloc[0], "status": status,
+                    "correct": float(g.loc[graded, "correct"].mean()) if graded.any() else np.nan,
+                    "n_epochs": len(g), "n_graded": int(graded.sum()),
+                    "n_parse_failure": int((g["status"] == "parse_failure").sum()),
+                    "correct_tool": float(g["correct_tool"].mean())})
+    return pd.DataFrame(out)
+
+
+def test_vectorised_epoch_reduction_equals_the_per_item_loop() -> None:
+    rng = np.random.default_rng(3)
+    n = 3000
+    status = rng.choice(["ok", "ok", "ok", "parse_failure", "error", "refusal"], n)
+    correct = np.where(status == "ok", rng.integers(0, 2, n).astype(float), np.nan)
+    tool = np.where(status == "error", np.nan, np.nan_to_num(correct))
+    df = pd.DataFrame({"model": rng.choice(["a", "b"], n), "item": [f"t/{i}" for i in rng.integers(0, 700, n)],
+                       "epoch": np.arange(n), "cluster": "c", "correct": correct, "status": status, "detail": "",
+                       "correct_tool": tool})
+    got = ek.logs._finish(df.copy(), "mean", "x").sort_values(["model", "item"]).reset_index(drop=True)
+    ref = _finish_reference(df).sort_values(["model", "item"]).reset_index(drop=True)
+    for col in ref.columns:
+        pd.testing.assert_series_equal(got[col], ref[col], check_dtype=False, check_names=False, obj=col)
+
+
+@pytest.mark.parametrize("path", sorted((INSPECT / "logs").glob("eval*/*.eval")) + sorted(
+    (LAYOUTS / "inspect_ai").glob("*/*.eval")), ids=lambda p: f"{p.parent.name}/{p.name[:30]}")
+def test_summaries_fast_path_equals_every_sample_record(path: pathlib.Path) -> None:
+    header, fast = ek.logs._inspect_eval_archive(path)
+    _, full = ek.logs._inspect_eval_archive(path, full=True)
+    key = {(s["id"], s["epoch"]): ek.logs._inspect_score(path, s, None) for s in full}
+    got = {(s["id"], s["epoch"]): ek.logs._inspect_score(path, s, None) for s in fast}
+    assert got.keys() == key.keys()
+    for k, v in key.items():
+        assert got[k][0] == v[0] and got[k][3] == v[3] or (np.isnan(got[k][3]) and np.isnan(v[3]))
+    assert [s.get("metadata") for s in sorted(fast, key=lambda s: (s["id"], s["epoch"]))] == \
+        [s.get("metadata") for s in sorted(full, key=lambda s: (s["id"], s["epoch"]))]
+
+
+@pytest.mark.skipif(not HAS_INSPECT, reason="inspect_ai is not installed (pip install 'evalkit[inspect]')")
+@pytest.mark.parametrize("path", sorted((LAYOUTS / "inspect_ai").glob("[re]*/*.eval")), ids=lambda p: p.name[-30:])
+def test_new_layouts_builtin_reader_agrees_with_inspect_ai(path: pathlib.Path) -> None:
+    a = ek.log_read_inspect(path, epochs="all")
+    b = ek.log_read_inspect(path, epochs="all", reader="inspect_ai")
+    pd.testing.assert_frame_equal(a.drop(columns="source"), b.drop(columns="source"))
+
+
+def test_log_format_error_is_an_input_error() -> None:
+    assert issubclass(ek.LogFormatError, ek.EvalkitInputError)
+    err = ek.LogFormatError("x.eval: broken")
+    assert err.argument == "path" and str(err) == "x.eval: broken" and isinstance(err, ValueError)
+
+
+def _json_log(tmp_path: pathlib.Path, edit) -> pathlib.Path:  # noqa: ANN001
+    import json
+
+    src = INSPECT / "logs" / "json" / "2026-11-30T11-09-42-00-00_short-answer_iNtnvrKAxnKSazTSxKUter.json"
+    log = json.loads(src.read_text(encoding="utf-8"))
+    edit(log)
+    dst = tmp_path / "edited.json"
+    dst.write_text(json.dumps(log), encoding="utf-8")
+    return dst
+
+
+def test_a9_duplicate_ids_raise(tmp_path: pathlib.Path) -> None:
+    def twice(log: dict) -> None:
+        log["samples"].append(dict(log["samples"][0]))
+
+    with pytest.raises(ek.LogFormatError, match="twice with the same id and epoch"):
+        ek.log_read(_json_log(tmp_path, twice))
+    src = next((LM_EVAL / "output" / "scripted").glob("samples_mini_mcq_science_*.jsonl"))
+    lines = src.read_text().splitlines()
+    dst = tmp_path / src.name
+    dst.write_text("\n".join(lines + lines[:1]) + "\n")
+    with pytest.raises(ek.LogFormatError, match="share an id"):
+        ek.log_read_lm_eval(dst, model="m")
+
+
+@pytest.mark.parametrize("what", ["list", "no_id", "score_not_dict", "epoch_none"])
+def test_malformed_inspect_samples_name_the_file(tmp_path: pathlib.Path, what: str) -> None:
+    def edit(log: dict) -> None:
+        s = log["samples"][0]
+        if what == "list":
+            log["samples"][0] = [s]
+        elif what == "no_id":
+            del s["id"]
+        elif what == "score_not_dict":
+            s["scores"] = {"match": "C"}
+        else:
+            s["epoch"] = None
+
+    path = _json_log(tmp_path, edit)
+    if what == "epoch_none":
+        assert len(ek.log_read(path, epochs="all")) == 24   # epoch None is read as epoch 1
+        return
+    with pytest.raises(ek.LogFormatError, match="edited.json"):
+        ek.log_read(path)
+
+
+def test_corrupt_eval_entry_names_the_file_and_entry(tmp_path: pathlib.Path) -> None:
+    import zipfile
+
+    src = next((INSPECT / "logs" / "eval-0.3.170").glob("*short-answer*.eval"))
+    dst = tmp_path / "corrupt.eval"
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for info in zin.infolist():
+            data = zin.read(info)
+            if info.filename in ("summaries.json",) or info.filename.startswith("samples/cap-01"):
+                data = data[: len(data) // 2]
+            zout.writestr(info.filename, data)
+    with pytest.raises(ek.LogFormatError, match="corrupt.eval.*not valid JSON"):
+        ek.log_read(dst)
+
+
+def test_a11_text_outcomes_are_an_error_not_nan(tmp_path: pathlib.Path) -> None:
+    table = tmp_path / "yn.csv"
+    pd.DataFrame({"model": ["a", "a"], "item": ["i", "j"], "cluster": ["c", "c"], "correct": ["yes", "no"]}).to_csv(
+        table, index=False)
+    with pytest.raises(ek.LogFormatError, match="'yes'"):
+        ek.log_read(table)
+
+
+def test_on_error_note_leaves_one_bad_file_out(tmp_path: pathlib.Path) -> None:
+    good = next((INSPECT / "logs" / "eval").glob("*short-answer*.eval"))
+    (tmp_path / good.name).write_bytes(good.read_bytes())
+    (tmp_path / "broken.eval").write_bytes(b"not a zip")
+    df = ek.log_read(tmp_path, on_error="note")
+    assert len(df) == 12 and any("broken.eval" in n for n in df.attrs["evalkit_notes"])
+    with pytest.raises(ek.LogFormatError, match="broken.eval"):
+        ek.log_read(tmp_path)
