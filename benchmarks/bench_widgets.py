@@ -107,9 +107,15 @@ def main(argv: list[str] | None = None) -> int:
         flag = "" if r["within_budget"] is None else ("yes" if r["within_budget"] else "NO")
         print(f"{r['row']:42s} {r['setting']:44s} {r['seconds']:8.2f} {r['ratio_to_baseline']:10.3f}  {flag}")
     print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores: timings under load are upper bounds)")
-    print(json.dumps({"benchmark": "widgets", "quick": args.quick, "python": sys.version.split()[0],
-                      "machine": platform.machine(), "cpu_count": os.cpu_count(), "load_average": os.getloadavg()[0],
-                      "budget_s": BUDGET_S, "rows": rows}))
+    record = {"benchmark": "widgets", "quick": args.quick, "python": sys.version.split()[0],
+              "machine": platform.machine(), "cpu_count": os.cpu_count(), "load_average": os.getloadavg()[0],
+              "budget_s": BUDGET_S, "rows": rows}
+    print(json.dumps(record))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _results import write_results
+
+    write_results("widgets" + ("-quick" if args.quick else ""), record,
+                  sys.argv if argv is None else ["bench_widgets.py", *argv])
     return 0
 
 
