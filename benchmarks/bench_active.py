@@ -49,9 +49,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import evalkit.active as _active
 from evalkit import EvalkitWarning
 from evalkit.active import ActiveParams, active_factor_fit, active_run
 from evalkit.active_evaluation import SPARSITY, active_semisynthetic, active_study
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _active_baseline import faq_run_baseline  # noqa: E402  (the FAQ step before blocking and threads)
+from _results import write_results  # noqa: E402
 
 warnings.filterwarnings("ignore", category=EvalkitWarning)
 
@@ -96,17 +101,9 @@ def part_mmlu(quick: bool, seed: int, large_models: int, test_models: int, rank:
     t_core, c_core = time.perf_counter() - t0, time.process_time() - c0
     _log(f"tuning and the 5% table done in {t_core:.0f} s ({core.params})")
     N = data.Z_test.shape[1]
-    # the loop baseline: the same code, one model at a time
-    n_loop = 4
     nb5 = int(round(0.05 * N))
-    t0, c0 = time.perf_counter(), time.process_time()
-    for m in range(n_loop):
-        active_run(sub[m], fac, nb5, method="faq", params=core.params, seed=seed)
-    loop_per_model = (time.perf_counter() - t0) / n_loop
-    loop_cpu_per_model = (time.process_time() - c0) / n_loop
-    c0 = time.process_time()
-    faq5 = active_run(sub, fac, nb5, method="faq", params=core.params, seed=seed)
-    faq5_cpu = time.process_time() - c0
+    # today's FAQ step, the step before blocking and threads, and the per-model loop, same process
+    sp = faq_speed(sub, fac, nb5, core.params, seed)
     tables = [core.table]
     if large_models > 0:
         big = dataclasses.replace(data, Z_test=sub[:large_models], P_test=data.P_test[:large_models])
@@ -126,14 +123,72 @@ def part_mmlu(quick: bool, seed: int, large_models: int, test_models: int, rank:
         "params": core.params.__dict__, "tuning_top": core.tuning.head(3).to_dict(orient="records"),
         "seconds_data": t_data, "seconds_refit": t_fit, "cpu_seconds_refit": c_fit,
         "seconds_tune_and_5pct_table": t_core, "cpu_seconds_tune_and_5pct_table": c_core,
-        "faq_5pct_seconds": faq5.seconds, "faq_5pct_cpu_seconds": faq5_cpu,
-        "faq_5pct_seconds_per_model": faq5.seconds / n_run,
-        "faq_5pct_seconds_extrapolated_to_1111_models": faq5.seconds / n_run * 1111,
-        "loop_seconds_per_model": loop_per_model, "loop_cpu_seconds_per_model": loop_cpu_per_model,
-        "speedup_vs_loop": loop_per_model * n_run / faq5.seconds,
-        "cpu_speedup_vs_loop": loop_cpu_per_model * n_run / max(faq5_cpu, 1e-9),
+        **{f"faq_5pct_{k}": v for k, v in sp.items()},
     }
     return table, extra
+
+
+def faq_speed(sub: np.ndarray, fac: Any, budget: int, params: ActiveParams, seed: int,
+              n_loop: int = 4) -> dict[str, Any]:
+    """FAQ at one budget on every row of ``sub``: today's step (2 threads, 1 thread), the step
+    before blocking and threads (the baseline, same process) and the per-model loop.
+
+    Wall and CPU seconds (``time.process_time``: every thread of the process) of each, the ratios
+    of the baseline's and the loop's times to today's, and whether the numbers are bit-identical.
+    """
+    n = len(sub)
+
+    def timed(f: Any) -> tuple[Any, float, float]:
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = f()
+        return out, time.perf_counter() - t0, time.process_time() - c0
+
+    new2, s_new2, c_new2 = timed(lambda: active_run(sub, fac, budget, method="faq", params=params, seed=seed))
+    _log(f"faq (2 threads) on {n} models: {s_new2:.1f} s wall, {c_new2:.1f} s CPU")
+    threads, _active._THREADS = _active._THREADS, 1
+    try:
+        new1, s_new1, c_new1 = timed(lambda: active_run(sub, fac, budget, method="faq", params=params, seed=seed))
+    finally:
+        _active._THREADS = threads
+    _log(f"faq (1 thread): {s_new1:.1f} s wall, {c_new1:.1f} s CPU")
+    (b_est, b_se), s_old, c_old = timed(lambda: faq_run_baseline(sub, fac, budget, params, seed))
+    _log(f"faq, the step before blocking and threads: {s_old:.1f} s wall, {c_old:.1f} s CPU")
+    t0, c0 = time.perf_counter(), time.process_time()
+    for m in range(n_loop):
+        active_run(sub[m], fac, budget, method="faq", params=params, seed=seed)
+    loop_s = (time.perf_counter() - t0) / n_loop * n
+    loop_c = (time.process_time() - c0) / n_loop * n
+    same = bool(np.array_equal(new2.estimate[:, 0], b_est) and np.array_equal(new2.se[:, 0], b_se)
+                and np.array_equal(new1.estimate, new2.estimate) and np.array_equal(new1.se, new2.se))
+    return {
+        "n_models": n, "budget": budget, "threads": threads,
+        "faq_seconds": s_new2, "faq_cpu_seconds": c_new2,
+        "faq_1_thread_seconds": s_new1, "faq_1_thread_cpu_seconds": c_new1,
+        "faq_baseline_seconds": s_old, "faq_baseline_cpu_seconds": c_old,
+        "loop_seconds_estimate": loop_s, "loop_cpu_seconds_estimate": loop_c, "loop_models_timed": n_loop,
+        "speedup_vs_baseline": s_old / s_new2, "cpu_speedup_vs_baseline": c_old / c_new2,
+        "speedup_2_threads_vs_1": s_new1 / s_new2,
+        "speedup_vs_loop": loop_s / s_new2, "cpu_speedup_vs_loop": loop_c / c_new2,
+        "bit_identical_to_baseline_and_across_threads": same,
+        "load_average_after": list(os.getloadavg()),
+    }
+
+
+def part_speed(seed: int, test_models: int, rank: int, max_iter: int) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Only the timing of FAQ's 5% run on the test models (default hyper-parameters, no tuning)."""
+    t0 = time.perf_counter()
+    data = active_semisynthetic("mmlu_pro", n_hist=1000, n_val=50, n_test=1111, seed=seed)
+    t_data = time.perf_counter() - t0
+    _log(f"data drawn in {t_data:.0f} s; refit next")
+    t0 = time.perf_counter()
+    fac = active_factor_fit(data.H, rank=rank if rank > 0 else 32, max_iter=max_iter)
+    t_fit = time.perf_counter() - t0
+    _log(f"refit (rank {fac.rank}) in {t_fit:.0f} s")
+    sub = data.Z_test[: min(test_models, len(data.Z_test))]
+    N = sub.shape[1]
+    sp = faq_speed(sub, fac, int(round(0.05 * N)), ActiveParams(), seed)
+    table = pd.DataFrame([{"budget": 0.05, "method": "faq", "n_models": len(sub), "seconds": sp["faq_seconds"]}])
+    return table, {"n_items": N, "rank": fac.rank, "seconds_data": t_data, "seconds_refit": t_fit, **sp}
 
 
 def part_ablation(quick: bool, seed: int) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -173,15 +228,18 @@ def part_loo(seed: int) -> tuple[pd.DataFrame, dict[str, Any]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="reduced sizes (a few minutes)")
-    ap.add_argument("--part", choices=("mmlu", "ablation", "loo"), default="mmlu")
+    ap.add_argument("--part", choices=("mmlu", "speed", "ablation", "loo"), default="mmlu")
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--large-models", type=int, default=100, help="test models at 12.5%% and 25%% (0: skip)")
     ap.add_argument("--test-models", type=int, default=1111, help="test models at 5%% (all: 1111)")
     ap.add_argument("--rank", type=int, default=0, help="fixed rank of the refit (0: choose 32 or 64 by CV)")
+    ap.add_argument("--max-iter", type=int, default=150, help="refit iterations (--part speed)")
     args = ap.parse_args()
     t0 = time.perf_counter()
     if args.part == "mmlu":
         table, extra = part_mmlu(args.quick, args.seed, args.large_models, args.test_models, args.rank)
+    elif args.part == "speed":
+        table, extra = part_speed(args.seed, args.test_models, args.rank, args.max_iter)
     elif args.part == "ablation":
         table, extra = part_ablation(args.quick, args.seed)
     else:
@@ -200,6 +258,10 @@ def main() -> None:
         "records": json.loads(table[cols].to_json(orient="records")),
     }
     print(json.dumps(record, default=str))
+    name = "active" + ("" if args.part == "mmlu" else f"-{args.part}") + ("-quick" if args.quick else "")
+    if args.part in ("mmlu", "speed") and args.test_models != 1111:
+        name += f"-{args.test_models}models"
+    write_results(name, json.loads(json.dumps(record, default=str)), sys.argv)
 
 
 if __name__ == "__main__":

@@ -59,10 +59,15 @@ def main() -> None:
               "with a second fit running")
     ratio = res[2][0] / res[1][0]
     print(f"2 threads / 1 thread: {ratio:.2f}x the time; cpus: {os.cpu_count()}")
-    print(json.dumps({"benchmark": "bench_blas_threads", "quick": args.quick, "cpus": os.cpu_count(),
-                      "seconds_1_thread": res[1][0], "seconds_2_threads": res[2][0], "ratio": ratio,
-                      "objective_1_thread": res[1][2], "objective_2_threads": res[2][2],
-                      "seconds_total": time.perf_counter() - t0}))
+    record = {"benchmark": "bench_blas_threads", "quick": args.quick, "cpus": os.cpu_count(),
+              "seconds_1_thread": res[1][0], "seconds_2_threads": res[2][0], "ratio": ratio,
+              "objective_1_thread": res[1][2], "objective_2_threads": res[2][2],
+              "seconds_total": time.perf_counter() - t0}
+    print(json.dumps(record))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _results import write_results
+
+    write_results("blas_threads" + ("-quick" if args.quick else ""), record, sys.argv)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -104,11 +105,16 @@ def main() -> None:
     cov = bench_coverage(args.repeat, args.quick)
     for r in cov:
         print(f"{r['task']:<58} {r['seconds']:.3f} s")
-    print(json.dumps({
+    record = {
         "benchmark": "clustered", "quick": args.quick, "cores": os.cpu_count(), "python": platform.python_version(),
         "labels": lab, "labels_str_over_int_before": ratio_before, "labels_str_over_int_after": ratio_after,
         "coverage": cov,
-    }))
+    }
+    print(json.dumps(record))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _results import write_results
+
+    write_results("clustered" + ("-quick" if args.quick else ""), record, sys.argv)
 
 
 if __name__ == "__main__":

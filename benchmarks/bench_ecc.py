@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import time
@@ -188,6 +189,10 @@ def main(argv: list[str] | None = None) -> int:
         "bt_vs_choix": json.loads(bt.to_json(orient="records")),
     }
     print(json.dumps(record))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _results import write_results
+
+    write_results("ecc" + ("-quick" if args.quick else ""), record, sys.argv)
     return 0
 
 

@@ -31,6 +31,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 import tracemalloc
 import warnings
@@ -143,6 +144,10 @@ def main() -> None:
                  for r in rows],
     }
     print(json.dumps(result))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _results import write_results
+
+    write_results("harmony" + ("-quick" if args.quick else ""), {**result, "rows": rows}, sys.argv)
 
 
 if __name__ == "__main__":

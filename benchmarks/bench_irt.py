@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import time
@@ -257,6 +258,11 @@ def main(argv: list[str] | None = None) -> int:
         "rows": json.loads(df.to_json(orient="records")),
     }
     print(json.dumps(record))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _results import write_results
+
+    write_results("irt" + ("-quick" if args.quick else ""), record,
+                  sys.argv if argv is None else ["bench_irt.py", *argv])
     return 0
 
 

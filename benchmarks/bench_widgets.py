@@ -1,4 +1,4 @@
-"""Benchmark of one widget redraw (notebooks 00 and 05): is each at most about 2 s on 2 cores?
+"""Benchmark of one widget redraw (notebooks 00, 03 and 05): is each at most about 2 s on 2 cores?
 
 Usage::
 
@@ -15,6 +15,8 @@ Rows:
   same setting, 200 replications, one design.
 * ``widget_coverage_redraw``: one redraw of notebook 00's widget (three designs, 400 replications
   each, plus the figure) at its defaults and at the largest setting it offers (50 x 50).
+* ``missing_explore (nb 03)``: one redraw of notebook 03's widget (``missing_explore(n_reps=30)``, the
+  call the notebook makes) at its defaults and at 100 clusters.
 * ``widget_irt_redraw``: one redraw of notebook 05's widget at its defaults and at the largest and
   slowest setting it offers (the most models and items, MNAR, 40% missing, the lowest temperature).
 
@@ -96,20 +98,31 @@ def main(argv: list[str] | None = None) -> int:
         f"{int(irt['n_models'][1])} x {int(irt['n_items'][1])}, MNAR 40%, sigma 0.5",
         lambda: ek.widget_irt_redraw(sigma=irt["sigma"][0], missing=irt["missing"][1], n_models=int(irt["n_models"][1]),
                                      n_items=int(irt["n_items"][1]), mechanism="mnar", show=False), args.repeat)
+    # notebook 03: the widget calls missing_explore(n_reps=30, **controls), then plt.show()
+    add("missing_explore (nb 03), defaults", "20 clusters, MAR|cluster, 30 reps + figure",
+        lambda: ek.missing_explore(n_reps=30), args.repeat)
+    add("missing_explore (nb 03), 100 clusters", "100 clusters, MAR|cluster, 30 reps + figure",
+        lambda: ek.missing_explore(n_reps=30, n_clusters=100), args.repeat)
 
     base = rows[0]["seconds"]
     for r in rows:
         r["ratio_to_baseline"] = r["seconds"] / base
-        r["within_budget"] = r["seconds"] <= BUDGET_S if r["row"].startswith("widget") else None
+        r["within_budget"] = r["seconds"] <= BUDGET_S if r["row"].startswith(("widget", "missing_explore")) else None
 
     print(f"{'row':42s} {'setting':44s} {'seconds':>8s} {'x baseline':>10s}  within {BUDGET_S:g} s")
     for r in rows:
         flag = "" if r["within_budget"] is None else ("yes" if r["within_budget"] else "NO")
         print(f"{r['row']:42s} {r['setting']:44s} {r['seconds']:8.2f} {r['ratio_to_baseline']:10.3f}  {flag}")
     print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores: timings under load are upper bounds)")
-    print(json.dumps({"benchmark": "widgets", "quick": args.quick, "python": sys.version.split()[0],
-                      "machine": platform.machine(), "cpu_count": os.cpu_count(), "load_average": os.getloadavg()[0],
-                      "budget_s": BUDGET_S, "rows": rows}))
+    record = {"benchmark": "widgets", "quick": args.quick, "python": sys.version.split()[0],
+              "machine": platform.machine(), "cpu_count": os.cpu_count(), "load_average": os.getloadavg()[0],
+              "budget_s": BUDGET_S, "rows": rows}
+    print(json.dumps(record))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _results import write_results
+
+    write_results("widgets" + ("-quick" if args.quick else ""), record,
+                  sys.argv if argv is None else ["bench_widgets.py", *argv])
     return 0
 
 

@@ -31,8 +31,10 @@ Naming: one family, ``active_<action>`` (``active_factor_fit``, ``active_run``, 
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -80,6 +82,7 @@ extension (not in the paper): PAI with predictable inverse-variance weights on t
 
 _FLOAT = np.float32  # dtype of the (batch, items) work arrays
 _CHUNK = 32  # rows per block of the FAQ loop (fixed, so results do not depend on the machine)
+_THREADS = min(2, os.cpu_count() or 1)  # FAQ blocks run at once (any number gives the same bits)
 
 
 # --------------------------------------------------------------------------------------------
@@ -639,6 +642,43 @@ def _draw_blocked(mix: np.ndarray, target: np.ndarray, blk: int) -> np.ndarray:
 _BLOCK = 128  # items per block of the two-level sampler
 
 
+def _mixture(w: np.ndarray, d: np.ndarray | None, S: np.ndarray, V32: np.ndarray, VT32: np.ndarray, N: int,
+             alpha_t: float, beta_t: float, mix: np.ndarray, s_a: np.ndarray | None, den: np.ndarray | None,
+             work: np.ndarray) -> np.ndarray:
+    """The unnormalised sampling mixture of one FAQ step, written into ``mix`` (pads not zeroed).
+
+    ``((1 - alpha_t) sqrt(w) / sum sqrt(w) + alpha_t s / sum s)^beta_t`` with the active-learning
+    score ``s_j = w_j (v_j' Sigma g)^2 / (1 + w_j d_j)``; ``s_a``, ``den`` and ``work`` are
+    scratch arrays of the shape of ``w``.
+    """
+    if alpha_t > 0:
+        assert d is not None and s_a is not None and den is not None
+        np.sqrt(w, out=mix)
+        mix /= mix.sum(axis=1, keepdims=True)
+        g = (w @ V32) / N  # (B, k): (1/N) sum_j w_j v_j
+        Sg = np.matmul(S, g.astype(float)[:, :, None])[:, :, 0].astype(_FLOAT)
+        c = np.matmul(Sg, VT32, out=work)  # v_j' Sigma g
+        np.multiply(w, c, out=s_a)
+        s_a *= c
+        np.multiply(w, d, out=den)
+        den += 1
+        s_a /= den
+        tot = s_a.sum(axis=1, keepdims=True)
+        tot = np.where(tot > 0, tot, _FLOAT(1))
+        s_a *= _FLOAT(alpha_t) / tot
+        mix *= _FLOAT(1 - alpha_t)
+        mix += s_a
+        if beta_t != 1.0:
+            np.power(mix, _FLOAT(beta_t), out=mix)
+    elif beta_t == 1.0:
+        np.sqrt(w, out=mix)
+    elif beta_t == 2.0:
+        mix[...] = w
+    else:  # sqrt(w)^beta = w^(beta / 2)
+        np.power(w, _FLOAT(beta_t / 2), out=mix)
+    return mix
+
+
 def _faq_batch(Z: np.ndarray, factors: ActiveFactors, budget: int, params: ActiveParams,
                rngs: list[np.random.Generator], *, replace_draws: bool, weighted: bool,
                variance: str, trace: bool = False) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
@@ -657,7 +697,9 @@ def _faq_batch(Z: np.ndarray, factors: ActiveFactors, budget: int, params: Activ
     unif = np.stack([g.random(n_b) for g in rngs])
     u = np.tile(factors.prior_mean, (B, 1))
     S = np.tile(factors.prior_cov, (B, 1, 1))
-    logits = (u.astype(_FLOAT) @ VT32) + bp.astype(_FLOAT)
+    # half the logits, x / 2, kept up to date (halving is exact in binary floating point, so
+    # tanh(x / 2) sees the same bits as if x were kept and halved at every step)
+    hlogits = ((u.astype(_FLOAT) @ VT32) + bp.astype(_FLOAT)) * _FLOAT(0.5)
     d = None
     if params.rho * n_b > 1:  # alpha_t > 0 for some t >= 1
         d = np.einsum("jk,kl,jl->j", Vp, factors.prior_cov, Vp).astype(_FLOAT)[None, :].repeat(B, 0)
@@ -671,43 +713,34 @@ def _faq_batch(Z: np.ndarray, factors: ActiveFactors, budget: int, params: Activ
     tr_q: list[np.ndarray] = []
     half = _FLOAT(0.5)
     quarter = _FLOAT(0.25)
+    one = _FLOAT(1)
+    # work arrays allocated once and reused by every step (out=): no (rows, items) temporaries
+    th = np.empty((B, Np), dtype=_FLOAT)
+    w = np.empty((B, Np), dtype=_FLOAT)
+    mix_buf = np.empty((B, Np), dtype=_FLOAT)
+    s_a = np.empty((B, Np), dtype=_FLOAT) if d is not None else None
+    den = np.empty((B, Np), dtype=_FLOAT) if d is not None else None
+    upd = np.empty((B, Np), dtype=_FLOAT)
     for t in range(1, n_b + 1):
         # p = sigmoid(x) = (1 + tanh(x/2)) / 2 and w = p (1 - p) = (1 - tanh(x/2)^2) / 4
-        th = np.multiply(logits, half)
-        np.tanh(th, out=th)
+        np.tanh(hlogits, out=th)
         ps = 0.5 * (N + th[:, :N].sum(axis=1, dtype=np.float64))  # sum_j p_j^(t-1)
-        w = np.square(th)
-        np.subtract(_FLOAT(1), w, out=w)
-        w *= quarter
-        w[:, N:] = 0
         alpha_t = max(0.0, 1.0 - t / (params.rho * n_b))
         beta_t = params.beta0 * min(1.0, t / (params.gamma * n_b))
-        if alpha_t > 0:
-            assert d is not None
-            mix = np.sqrt(w)
-            mix /= mix.sum(axis=1, keepdims=True)
-            g = (w @ V32) / N  # (B, k): (1/N) sum_j w_j v_j
-            Sg = np.matmul(S, g.astype(float)[:, :, None])[:, :, 0].astype(_FLOAT)
-            c = Sg @ VT32  # v_j' Sigma g
-            s_a = w * c
-            s_a *= c
-            den = w * d
-            den += 1
-            s_a /= den
-            tot = s_a.sum(axis=1, keepdims=True)
-            tot = np.where(tot > 0, tot, _FLOAT(1))
-            s_a *= _FLOAT(alpha_t) / tot
-            mix *= _FLOAT(1 - alpha_t)
-            mix += s_a
-            if beta_t != 1.0:
-                np.power(mix, _FLOAT(beta_t), out=mix)
-        elif beta_t == 1.0:
-            mix = np.sqrt(w)
-        elif beta_t == 2.0:
-            mix = w.copy()
-        else:  # sqrt(w)^beta = w^(beta / 2)
-            mix = np.power(w, _FLOAT(beta_t / 2))
-        mix[:, N:] = 0
+        if alpha_t <= 0 and beta_t == 1.0 and not weighted:
+            # mix = sqrt(w) and w is not needed: 2 sqrt(w) = sqrt(1 - tanh^2) exactly (scaling
+            # by 2 and 1/4 is exact), and every later use of mix (its total, the draw,
+            # mix_i / total) is invariant to an exact factor 2
+            mix = np.square(th, out=mix_buf)
+            np.subtract(one, mix, out=mix)
+            np.sqrt(mix, out=mix)
+            mix[:, N:] = 0
+        else:
+            np.square(th, out=w)
+            np.subtract(one, w, out=w)
+            w *= quarter
+            w[:, N:] = 0
+            mix = _mixture(w, d, S, V32, VT32, N, alpha_t, beta_t, mix_buf, s_a, den, upd)
         if drawn is not None:
             mix[drawn] = 0
             n_left = N - drawn.sum(axis=1)
@@ -748,9 +781,9 @@ def _faq_batch(Z: np.ndarray, factors: ActiveFactors, budget: int, params: Activ
         # rank-one Laplace update (Sherman-Morrison), then the logits and the quadratic forms
         v = Vp[idx]
         u, S, delta, Sv_scaled = _laplace_step(u, S, v, z, p_i)
-        logits += delta.astype(_FLOAT) @ VT32
+        hlogits += np.matmul(delta.astype(_FLOAT) * half, VT32, out=upd)
         if d is not None and t + 1 < params.rho * n_b:
-            a = Sv_scaled.astype(_FLOAT) @ VT32
+            a = np.matmul(Sv_scaled.astype(_FLOAT), VT32, out=upd)
             a *= a
             d -= a
     info: dict[str, Any] = {"q": tr_q} if trace else {}
@@ -763,6 +796,31 @@ def _faq_batch(Z: np.ndarray, factors: ActiveFactors, budget: int, params: Activ
         return est, np.sqrt(var_w), info
     est, se = _pai(log_z, log_q, log_p, log_pm, N, variance)
     return est, se, info
+
+
+def _faq_blocks(Zb: np.ndarray, factors: ActiveFactors, budget: int, params: ActiveParams,
+                rngs: list[np.random.Generator], method: str, variance: str, n_jobs: int,
+                chunk: int = _CHUNK) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_faq_batch` over blocks of ``chunk`` rows, ``n_jobs`` blocks at a time (threads).
+
+    Rows are independent and every block is computed by the same code whatever the thread that
+    runs it, so the result is bit for bit the same for any ``n_jobs``. A block's (rows, items)
+    work arrays stay in cache across the steps; numpy releases the GIL inside its loops.
+    """
+    starts = range(0, Zb.shape[0], chunk)
+
+    def one(i: int) -> tuple[np.ndarray, np.ndarray]:
+        est, se, _ = _faq_batch(Zb[i: i + chunk].astype(float), factors, budget, params, rngs[i: i + chunk],
+                                replace_draws=method != "faq_norep", weighted=method == "faq_weighted",
+                                variance=variance)
+        return est, se
+
+    if n_jobs > 1 and len(starts) > 1:
+        with ThreadPoolExecutor(min(n_jobs, len(starts))) as pool:
+            parts = list(pool.map(one, starts))  # in block order
+    else:
+        parts = [one(i) for i in starts]
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 def _active_inference_batch(Z: np.ndarray, factors: ActiveFactors, budget: int, params: ActiveParams,
@@ -908,12 +966,7 @@ def active_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, method:
     elif method == "active_inference":
         est, se, n_queries = _active_inference_batch(Zb, factors, int(budget), prm, rngs)
     else:
-        # chunks of rows keep the (rows, items) work arrays in cache; rows are independent
-        parts = [_faq_batch(Zb[i: i + _CHUNK].astype(float), factors, int(budget), prm, rngs[i: i + _CHUNK],
-                            replace_draws=method != "faq_norep", weighted=method == "faq_weighted",
-                            variance=variance)[:2] for i in range(0, Zb.shape[0], _CHUNK)]
-        est = np.concatenate([p[0] for p in parts])
-        se = np.concatenate([p[1] for p in parts])
+        est, se = _faq_blocks(Zb, factors, int(budget), prm, rngs, method, variance, _THREADS)
     seconds = time.perf_counter() - start
     lo, hi = _wald(est, se, alpha)
     lo, hi = _degenerate_rows(est, se, lo, hi, Zb, int(budget), alpha)

@@ -480,8 +480,12 @@ def partition_labels(labels: npt.ArrayLike) -> Partition:
 
 
 def _centres(X: np.ndarray, labels: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    # one bincount over (cluster, column) cells: each cell adds its items in index order, as a
+    # bincount per column does, so the centres are the same to the last bit
+    n, d = X.shape
     counts = np.bincount(labels, minlength=k).astype(float)
-    sums = np.column_stack([np.bincount(labels, weights=X[:, j], minlength=k) for j in range(X.shape[1])])
+    cells = (labels[:, None] * d + np.arange(d)).ravel()
+    sums = np.bincount(cells, weights=X.ravel(), minlength=k * d).reshape(k, d)
     return sums / np.maximum(counts, 1.0)[:, None], counts
 
 

@@ -188,6 +188,61 @@ def test_spectral_agrees_with_scikit_learn_on_well_separated_data() -> None:
     assert found.sizes.tolist() == sorted(found.sizes.tolist(), reverse=True)
 
 
+@pytest.fixture(scope="module")
+def emotion_subset() -> np.ndarray:
+    """Real, poorly separated option distributions: 600 items of the emotion benchmark, 10 models."""
+    df = ek.dataset_load("uncertainty_emotion").sort_values(["model", "item"])
+    P = df[[f"p_{k}" for k in "ABCDEF"]].to_numpy().reshape(df["model"].nunique(), -1, 6)
+    return P[:, np.sort(np.random.default_rng(0).choice(P.shape[1], 600, replace=False))]
+
+
+@pytest.mark.parametrize("kind", ["dense", "knn"])
+def test_spectral_embedding_and_kmeans_objective_agree_with_scikit_learn(emotion_subset, kind) -> None:
+    """Intent: on real data whose groups overlap, what must agree with scikit-learn does.
+
+    Two runs of a non-convex search need not find the same partition, so the labels are not
+    compared. What must agree: (1) the spectral embedding of the same affinity, as a subspace
+    (eigenvectors are defined up to sign and rotation within the subspace): scikit-learn's
+    ``spectral_embedding`` returns ``D^-1/2`` times the Laplacian's eigenvectors, so its columns
+    times ``D^1/2`` must span evalkit's leading eigenvectors of ``D^-1/2 S D^-1/2``; by
+    Davis-Kahan the principal angles are at most the eigen-solvers' residuals (about 1e-12)
+    over the eigengap; (2) the k-means objective reached on evalkit's embedding: the best
+    within-cluster sum of squares over the same seeds is no worse than scikit-learn's
+    ``KMeans`` (same number of k-means++ starts). scikit-learn ignores the affinity's diagonal
+    (self-similarity), so both are given the affinity with a zero diagonal.
+    """
+    from scipy import linalg, sparse
+    from sklearn.manifold import spectral_embedding
+
+    P = emotion_subset
+    tau = pt.similarity_tau(P, seed=0, smooth=1e-6)
+    if kind == "dense":
+        S = ek.similarity_matrix(P, tau, smooth=1e-6)
+        np.fill_diagonal(S, 0.0)
+    else:
+        S = ek.similarity_knn(P, tau, n_neighbors=30, smooth=1e-6).tocsr()
+        S.setdiag(0.0)
+        S.eliminate_zeros()
+    root_deg = np.sqrt(np.asarray(S.sum(axis=1)).ravel())
+    A = pt._normalise_affinity(S.copy())
+    assert sparse.issparse(A) == (kind == "knn")  # the ARPACK path for kNN, LAPACK for dense
+    all_vals = np.linalg.eigvalsh(A.toarray() if sparse.issparse(A) else A)[::-1]
+    for k in (3, 5, 8):
+        vals, U = pt._leading_eigenvectors(A, k, np.random.default_rng(0))
+        np.testing.assert_allclose(vals, all_vals[:k], atol=1e-10)
+        ref = spectral_embedding(S, n_components=k, drop_first=False, norm_laplacian=True, random_state=0)
+        gap = all_vals[k - 1] - all_vals[k]
+        assert gap > 1e-3  # a well-defined subspace
+        assert linalg.subspace_angles(U, ref * root_deg[:, None]).max() <= 1e-10 / gap
+        X = U / np.linalg.norm(U, axis=1, keepdims=True)  # evalkit's row-normalised embedding
+        ours, theirs = [], []
+        for s in range(5):
+            lab = ek.partition_kmeans(X, k, seed=s, n_init=5)
+            ours.append(sum(((X[lab == g] - X[lab == g].mean(0)) ** 2).sum() for g in range(k)))
+            theirs.append(sklearn_cluster.KMeans(k, n_init=5, random_state=s).fit(X).inertia_)
+        assert min(ours) <= min(theirs) * (1 + 1e-9)
+
+
 def test_spectral_knn_affinity_recovers_groups_and_is_deterministic() -> None:
     rng = np.random.default_rng(8)
     P, truth = blobs(rng, [60, 50, 40])
