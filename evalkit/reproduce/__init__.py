@@ -638,10 +638,10 @@ class ReproTable:
         ReproFrame
             ``paper, claim, setting, paper_value, evalkit_value, tolerance, verdict, note``, plus
             ``mcse`` and ``full_run_value`` when some row has them, and ``authors_value,
-            authors_verdict, authors_vs_paper, authors_source`` when some row has an authors' value. Numbers are text with 4
-            significant digits (whole numbers as integers), so the displayed table is stable
-            across platforms; a threshold claim shows as ``"< 0.6"`` in the tolerance column.
-            Every cell is displayed in full.
+            authors_verdict, authors_vs_paper, authors_source`` when some row has an authors'
+            value. Numbers are text with 4 significant digits (whole numbers as integers), so
+            the displayed table is stable across platforms; a threshold claim shows as
+            ``"< 0.6"`` in the tolerance column. Every cell is displayed in full.
         """
         self.save(directory)
         columns = ["paper", "claim", "setting", "paper_value", "evalkit_value", "tolerance", "verdict", "note"]
