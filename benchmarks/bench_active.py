@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from _results import write_results  # benchmarks/_results.py (the script's folder is on sys.path)
 
 from evalkit import EvalkitWarning
 from evalkit.active import ActiveParams, active_factor_fit, active_run
@@ -156,18 +157,27 @@ def part_ablation(quick: bool, seed: int) -> tuple[pd.DataFrame, dict[str, Any]]
     return table, {"fits": fits, "n_test": n_test}
 
 
-def part_loo(seed: int) -> tuple[pd.DataFrame, dict[str, Any]]:
+LOO_DATASETS = ("mmlu_pro_official", "livecodebench_gen", "chembench")
+LOO_METHODS = ("uniform", "ppi", "faq", "faq@faithful")
+"""Leave-one-model-out: the baselines, FAQ under evalkit's default (empirical PAI variance,
+Korn-Graubard interval) and FAQ under the source's variance and Wald interval (``@faithful``),
+with the same hyper-parameters and draws: the two FAQ rows differ only in their intervals."""
+
+
+def part_loo(seed: int, datasets: tuple[str, ...] = LOO_DATASETS) -> tuple[pd.DataFrame, dict[str, Any]]:
     from evalkit import dataset_matrix
     from evalkit.active_evaluation import active_loo
 
     out = []
-    for name in ("mmlu_pro_official", "livecodebench_gen", "chembench"):
+    for name in datasets:
         t0 = time.perf_counter()
         _log(name)
-        tab = active_loo(dataset_matrix(name).Y, budget=0.1, ranks=(2,),
-                         methods=("uniform", "stratified", "ppi", "faq"), n_trials=10, seed=seed)
+        tab = active_loo(dataset_matrix(name).Y, budget=0.1, ranks=(2,), methods=LOO_METHODS, n_trials=10,
+                         seed=seed)
         out.append(tab.assign(dataset=name, seconds=time.perf_counter() - t0))
-    return pd.concat(out, ignore_index=True), {}
+        _log(tab.to_string())
+    return pd.concat(out, ignore_index=True), {"datasets": list(datasets), "budget": 0.1, "n_trials": 10,
+                                               "rank": 2, "methods": list(LOO_METHODS)}
 
 
 def main() -> None:
@@ -178,6 +188,7 @@ def main() -> None:
     ap.add_argument("--large-models", type=int, default=100, help="test models at 12.5%% and 25%% (0: skip)")
     ap.add_argument("--test-models", type=int, default=1111, help="test models at 5%% (all: 1111)")
     ap.add_argument("--rank", type=int, default=0, help="fixed rank of the refit (0: choose 32 or 64 by CV)")
+    ap.add_argument("--datasets", default=",".join(LOO_DATASETS), help="--part loo: comma-separated datasets")
     args = ap.parse_args()
     t0 = time.perf_counter()
     if args.part == "mmlu":
@@ -185,8 +196,10 @@ def main() -> None:
     elif args.part == "ablation":
         table, extra = part_ablation(args.quick, args.seed)
     else:
-        table, extra = part_loo(args.seed)
+        table, extra = part_loo(args.seed, tuple(args.datasets.split(",")))
     cols = [c for c in COLUMNS + ["sparsity", "observed", "dataset"] if c in table.columns]
+    if args.part == "loo":
+        cols = list(table.columns)
     with pd.option_context("display.width", 200, "display.max_columns", 30):
         print(table[cols].round(3).to_string(index=False))
     for k, v in extra.items():
@@ -200,6 +213,12 @@ def main() -> None:
         "records": json.loads(table[cols].to_json(orient="records")),
     }
     print(json.dumps(record, default=str))
+    name = "active" if args.part == "mmlu" else f"active-{args.part}"
+    if args.part == "loo" and args.datasets != ",".join(LOO_DATASETS):
+        name += "-" + args.datasets.replace(",", "-")
+    if args.quick:
+        name += "-quick"
+    write_results(name, record, sys.argv)
 
 
 if __name__ == "__main__":

@@ -902,9 +902,11 @@ def active_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, method:
         form (both consistent under the martingale CLT; the closed form can reach 0 at small
         ``n_b``).
     interval : {"korn_graubard", "wald"}
-        The confidence interval (:data:`INTERVALS`); ``"wald"`` is the source's. The named
-        settings :data:`ACTIVE_SETTINGS` give both choices with the hyper-parameters.
-        ``uniform_ht`` always uses the source's clipped Wald interval.
+        The confidence interval of the PAI-based methods (``faq``, ``faq_norep``,
+        ``faq_weighted``, ``active_inference``; :data:`INTERVALS`); ``"wald"`` is the source's.
+        The baselines keep their classical intervals: Wald for ``uniform``, ``stratified`` and
+        ``ppi`` (as ``ppi_py``), the source's clipped Wald for ``uniform_ht``. The named settings
+        :data:`ACTIVE_SETTINGS` give both choices with the hyper-parameters.
 
     Returns
     -------
@@ -967,7 +969,7 @@ def active_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, method:
     seconds = time.perf_counter() - start
     if clipped is not None:
         lo, hi = clipped
-    elif interval == "wald":
+    elif interval == "wald" or method in ("uniform", "stratified", "ppi"):
         lo, hi = _wald(est, se, alpha)
     else:
         lo, hi = _korn_graubard(est, se, np.asarray(n_queries, dtype=float), alpha)

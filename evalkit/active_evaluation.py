@@ -28,6 +28,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from .active import (
+    ACTIVE_SETTINGS,
     ActiveFactors,
     ActiveParams,
     ActiveResult,
@@ -466,6 +467,10 @@ def active_loo(Y: npt.ArrayLike, *, budget: float, methods: Sequence[str] = ("un
     budget : float
         Fraction of each model's bank, in (0, 1).
     methods : sequence of str
+        Names of :data:`evalkit.ACTIVE_METHODS`, each optionally with a named setting of
+        :data:`evalkit.ACTIVE_SETTINGS` after ``@`` (``"faq@faithful"``: the source's variance
+        and interval with evalkit's hyper-parameters; ``"faq@authors"``); a name without a setting
+        runs with ``params``, ``variance`` and ``interval``.
     ranks : sequence of int
         One rank (fixed) or several (chosen by held-out log loss in every fold).
     weight_decay : float
@@ -494,6 +499,13 @@ def active_loo(Y: npt.ArrayLike, *, budget: float, methods: Sequence[str] = ("un
     if not 0 < budget < 1:
         raise ValueError(f"budget is a fraction of the bank in (0, 1), got {budget!r}")
     prm = params if params is not None else ActiveParams()
+    runs: dict[str, dict[str, Any]] = {}
+    for label in methods:
+        name, _, setting = label.partition("@")
+        if setting and setting not in ACTIVE_SETTINGS:
+            raise ValueError(f"unknown setting {setting!r} in {label!r}; choose among {sorted(ACTIVE_SETTINGS)}")
+        runs[label] = ({"method": name, "params": prm, "variance": variance, "interval": interval} if not setting
+                       else {"method": name, **ACTIVE_SETTINGS[setting]})
     seqs = np.random.SeedSequence(seed).spawn(arr.shape[0])
     rec: dict[str, list[tuple[float, float, np.ndarray, np.ndarray, np.ndarray]]] = {m: [] for m in methods}
     chosen = []
@@ -510,8 +522,7 @@ def active_loo(Y: npt.ArrayLike, *, budget: float, methods: Sequence[str] = ("un
         z = arr[i, bank]
         nb = max(2, int(round(budget * z.size)))
         for m in methods:
-            r = active_run(z, fac, nb, method=m, params=prm, n_trials=n_trials, seed=seqs[i],
-                           variance=variance, interval=interval)
+            r = active_run(z, fac, nb, n_trials=n_trials, seed=seqs[i], **runs[m])
             rec[m].append((float(r.truth[0]), float(nb), r.estimate[0], r.ci_low[0], r.ci_high[0]))
     rng = np.random.default_rng(seed)
     rows = []
