@@ -396,10 +396,11 @@ def test_korn_graubard_is_clopper_pearson_for_a_simple_random_sample():
 
 @pytest.mark.slow
 def test_default_interval_covers_where_wald_does_not_at_a_small_budget():
-    """Intent: at n_b = 25 with accuracies near 0.1 the default interval keeps 95%, the source's Wald does not.
+    """Intent: at n_b = 25 with accuracies near 0.1 the default interval does not under-cover; Wald does.
 
     Coverage over 40 models x 30 trials, MCSE clustered by model; the factor model is fitted on 200
-    historical models of the same world.
+    historical models of the same world. Korn-Graubard is conservative at so small a budget (it
+    inherits Clopper-Pearson's), so the default is checked from below only.
     """
     rng = np.random.default_rng(21)
     U = rng.normal(0, 1, (240, RANK))
@@ -412,5 +413,5 @@ def test_default_interval_covers_where_wald_does_not_at_a_small_budget():
         res = active_run(Y[200:], fac, 25, method="faq", n_trials=30, seed=3, **ACTIVE_SETTINGS[name])
         per_model = ((res.ci_low <= res.truth[:, None]) & (res.truth[:, None] <= res.ci_high)).mean(axis=1)
         cov[name] = (per_model.mean(), per_model.std(ddof=1) / np.sqrt(per_model.size))
-    assert abs(cov["default"][0] - 0.95) <= 2 * cov["default"][1] + 0.005
+    assert cov["default"][0] >= 0.95 - 2 * cov["default"][1]
     assert cov["faithful"][0] < 0.95 - 2 * cov["faithful"][1]
