@@ -1237,9 +1237,12 @@ def ecc_explore(train_pairs: pd.DataFrame, test_pairs: pd.DataFrame, embeddings:
                                        test_pairs["winner"].astype(str), test_pairs["loser"].astype(str)]))
     train = bt_pairs_sample(train_pairs, per_query, seed=seed)
     n_q = train["item"].nunique()
-    glob = ecc_fit(train, embeddings, K=1, models=models)
-    fit = ecc_fit(train, embeddings, K=min(K, n_q), lam=lam, T=T, seed=seed, max_iter=max_iter, models=models)
-    ev = ecc_evaluate({"global BT": glob, "ECC": fit}, test_pairs, embeddings, seed=seed)
+    glob = ecc_fit(train, embeddings, K=1, models=models, scaling="sum")
+    if min(K, n_q) == 1:  # K = 1 is global BT itself: every mode's gain is 0 by definition
+        ev = ecc_evaluate({"global BT": glob}, test_pairs, embeddings, seed=seed)
+    else:
+        fit = ecc_fit(train, embeddings, K=min(K, n_q), lam=lam, T=T, seed=seed, max_iter=max_iter, models=models)
+        ev = ecc_evaluate({"global BT": glob, "ECC": fit}, test_pairs, embeddings, seed=seed)
     ecc_plot_gains(ev.table, ax=ax, title=f"ECC, lambda = {lam:g}, T = {T:g}, K = {K}, {per_query} comparisons/query")
     return ev.table
 

@@ -455,3 +455,13 @@ def test_dirichlet_start_and_bad_init(sim, split):
         ek.ecc_fit(train, sim.embeddings, K=4, init=np.ones((3, 4)))
     with pytest.raises(ValueError, match="scaling"):
         ek.ecc_fit(train, sim.embeddings, K=4, scaling="median")  # type: ignore[arg-type]
+
+
+def test_explore_at_k1_does_not_raise(sim, split):
+    """Intent: K = 1 in the widget shows global BT alone (gains 0 by definition) instead of raising."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    train, test = split
+    table = ek.ecc_explore(train.head(700), test.head(300), sim.embeddings, K=1, per_query=7, seed=0, max_iter=3)
+    assert set(table["method"]) == {"global BT"}
