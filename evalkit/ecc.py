@@ -1243,7 +1243,17 @@ def ecc_explore(train_pairs: pd.DataFrame, test_pairs: pd.DataFrame, embeddings:
     else:
         fit = ecc_fit(train, embeddings, K=min(K, n_q), lam=lam, T=T, seed=seed, max_iter=max_iter, models=models)
         ev = ecc_evaluate({"global BT": glob, "ECC": fit}, test_pairs, embeddings, seed=seed)
-    ecc_plot_gains(ev.table, ax=ax, title=f"ECC, lambda = {lam:g}, T = {T:g}, K = {K}, {per_query} comparisons/query")
+    title = f"ECC, lambda = {lam:g}, T = {T:g}, K = {K}, {per_query} comparisons/query"
+    if min(K, n_q) == 1:
+        import matplotlib.pyplot as plt
+
+        axis = ax if ax is not None else plt.subplots(figsize=(6, 3.5))[1]
+        axis.axhline(0.0, color=PALETTE["neutral"], lw=1)
+        axis.set(title=title, ylabel="ranking gain vs global BT (%)", xticks=[])
+        axis.text(0.5, 0.5, "K = 1 is global BT: every gain is 0", ha="center", va="center",
+                  transform=axis.transAxes)
+        return ev.table
+    ecc_plot_gains(ev.table, ax=ax, title=title)
     return ev.table
 
 

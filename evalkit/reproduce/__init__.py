@@ -357,8 +357,8 @@ def _make_row(
     full = _optional_float(full_run_value, "full_run_value")
 
     verdict = _verdict(pv, ev, tol, holds, threshold=thr, compare=compare, mcse=mc, full_run_value=full)  # type: ignore[arg-type]
-    av, atol, asrc, a_verdict, a_vs_paper = _authors(pv, ev, tol, thr, compare, mc, authors_value,
-                                                     authors_tolerance, authors_source)
+    av, atol, asrc, a_verdict, a_vs_paper = _authors(pv, ev, tol, thr, None if compare is None else str(compare),
+                                                     mc, authors_value, authors_tolerance, authors_source)
     return {
         "notebook": notebook,
         "paper": label,
