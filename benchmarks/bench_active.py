@@ -29,7 +29,8 @@ machine is shared, so ratios are more meaningful than seconds). Peak memory is t
 maximum resident set size.
 
 Prints a table and, last, one JSON line with one record per (budget, method): ``budget``
-(fraction), ``method``, ``ess`` (pooled), ``ess_width`` (the released code's definition),
+(fraction), ``method``, ``setting``, ``ess`` (pooled realised MSE), ``ess_authors`` (the released code's
+definition against its own uniform baseline), ``ess_width_wr`` (width ratio against evalkit's uniform),
 ``ess_ceiling`` (the generator's probabilities known), ``coverage``, ``coverage_mcse``, ``seconds`` and more.
 """
 
@@ -48,15 +49,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from _results import write_results  # benchmarks/_results.py (the script's folder is on sys.path)
 
 import evalkit.active as _active
 from evalkit import EvalkitWarning
-from evalkit.active import ActiveParams, active_factor_fit, active_run
+from evalkit.active import AUTHORS_PARAMS, ActiveParams, active_factor_fit, active_run
 from evalkit.active_evaluation import SPARSITY, active_semisynthetic, active_study
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _active_baseline import faq_run_baseline  # noqa: E402  (the FAQ step before blocking and threads)
-from _results import write_results  # noqa: E402
 
 warnings.filterwarnings("ignore", category=EvalkitWarning)
 
@@ -68,8 +69,12 @@ models at 5%. The notebook tunes a larger grid on the reduced configuration."""
 def _log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
-COLUMNS = ["budget", "n_b", "method", "n_models", "ess", "ess_low", "ess_high", "ess_width", "ess_per_model",
-           "ess_ceiling", "coverage", "coverage_mcse", "width", "bias", "seconds"]
+COLUMNS = ["budget", "n_b", "method", "setting", "n_models", "ess", "ess_low", "ess_high", "ess_authors",
+           "ess_width_wr", "ess_per_model", "ess_ceiling", "coverage", "coverage_mcse", "coverage_mcse_model", "width",
+           "bias", "seconds"]
+"""``ess`` is evalkit's pooled realised-MSE multiplier; ``ess_authors`` the source's (per-seed width
+ratio squared against their Bernoulli-sampling Horvitz-Thompson uniform, ``uniform_ht``), which
+scores the interval: read it on the ``faithful`` and ``authors`` rows (the source's interval)."""
 
 
 def _peak_mb() -> float:
@@ -96,10 +101,20 @@ def part_mmlu(quick: bool, seed: int, large_models: int, test_models: int, rank:
     sub = data.Z_test[: min(test_models, n_test)]
     data5 = dataclasses.replace(data, Z_test=sub, P_test=data.P_test[: len(sub)])
     t0, c0 = time.perf_counter(), time.process_time()
-    core = active_study(data5, budgets=[0.05], methods=("uniform", "stratified", "ppi", "faq", "faq_weighted"),
+    core = active_study(data5, budgets=[0.05], methods=("uniform", "uniform_ht", "stratified", "ppi", "faq",
+                                                         "faq_weighted"),
                         factors=fac, grid=TUNE_GRID, seed=seed)
     t_core, c_core = time.perf_counter() - t0, time.process_time() - c0
     _log(f"tuning and the 5% table done in {t_core:.0f} s ({core.params})")
+    # the source's ESS needs the source's interval: FAQ with the closed-form variance and Wald, with
+    # evalkit's tuned hyper-parameters ("faithful") and with the source's own ("authors")
+    both = [core.table.assign(setting="default")]
+    for setting, prm in (("faithful", core.params), ("authors", AUTHORS_PARAMS)):
+        st = active_study(data5, budgets=[0.05], methods=("uniform_ht", "faq"), factors=fac, params=prm, seed=seed,
+                          variance="source", interval="wald")
+        both.append(st.table[st.table["method"] == "faq"].assign(setting=setting))
+        _log(f"{setting}: {st.table[['method', 'ess', 'ess_authors', 'coverage']].to_string(index=False)}")
+    core = dataclasses.replace(core, table=pd.concat(both, ignore_index=True))
     N = data.Z_test.shape[1]
     nb5 = int(round(0.05 * N))
     # today's FAQ step, the step before blocking and threads, and the per-model loop, same process
@@ -109,9 +124,13 @@ def part_mmlu(quick: bool, seed: int, large_models: int, test_models: int, rank:
         big = dataclasses.replace(data, Z_test=sub[:large_models], P_test=data.P_test[:large_models])
         for f in (0.125, 0.25):
             _log(f"budget {f}")
-            st = active_study(big, budgets=[f], methods=("uniform", "stratified", "ppi", "faq", "faq_weighted"),
+            st = active_study(big, budgets=[f], methods=("uniform", "uniform_ht", "stratified", "ppi", "faq",
+                                                         "faq_weighted"),
                               factors=fac, params=core.params, seed=seed)
-            tables.append(st.table)
+            tables.append(st.table.assign(setting="default"))
+            st = active_study(big, budgets=[f], methods=("uniform_ht", "faq"), factors=fac, params=core.params,
+                              seed=seed, variance="source", interval="wald")
+            tables.append(st.table[st.table["method"] == "faq"].assign(setting="faithful"))
     table = pd.concat(tables, ignore_index=True)
     table.insert(1, "n_b", table["budget"])
     table["budget"] = table.pop("fraction")
@@ -211,18 +230,27 @@ def part_ablation(quick: bool, seed: int) -> tuple[pd.DataFrame, dict[str, Any]]
     return table, {"fits": fits, "n_test": n_test}
 
 
-def part_loo(seed: int) -> tuple[pd.DataFrame, dict[str, Any]]:
+LOO_DATASETS = ("mmlu_pro_official", "livecodebench_gen", "chembench")
+LOO_METHODS = ("uniform", "ppi", "faq", "faq@faithful")
+"""Leave-one-model-out: the baselines, FAQ under evalkit's default (empirical PAI variance,
+Korn-Graubard interval) and FAQ under the source's variance and Wald interval (``@faithful``),
+with the same hyper-parameters and draws: the two FAQ rows differ only in their intervals."""
+
+
+def part_loo(seed: int, datasets: tuple[str, ...] = LOO_DATASETS) -> tuple[pd.DataFrame, dict[str, Any]]:
     from evalkit import dataset_matrix
     from evalkit.active_evaluation import active_loo
 
     out = []
-    for name in ("mmlu_pro_official", "livecodebench_gen", "chembench"):
+    for name in datasets:
         t0 = time.perf_counter()
         _log(name)
-        tab = active_loo(dataset_matrix(name).Y, budget=0.1, ranks=(2,),
-                         methods=("uniform", "stratified", "ppi", "faq"), n_trials=10, seed=seed)
+        tab = active_loo(dataset_matrix(name).Y, budget=0.1, ranks=(2,), methods=LOO_METHODS, n_trials=10,
+                         seed=seed)
         out.append(tab.assign(dataset=name, seconds=time.perf_counter() - t0))
-    return pd.concat(out, ignore_index=True), {}
+        _log(tab.to_string())
+    return pd.concat(out, ignore_index=True), {"datasets": list(datasets), "budget": 0.1, "n_trials": 10,
+                                               "rank": 2, "methods": list(LOO_METHODS)}
 
 
 def main() -> None:
@@ -234,6 +262,7 @@ def main() -> None:
     ap.add_argument("--test-models", type=int, default=1111, help="test models at 5%% (all: 1111)")
     ap.add_argument("--rank", type=int, default=0, help="fixed rank of the refit (0: choose 32 or 64 by CV)")
     ap.add_argument("--max-iter", type=int, default=150, help="refit iterations (--part speed)")
+    ap.add_argument("--datasets", default=",".join(LOO_DATASETS), help="--part loo: comma-separated datasets")
     args = ap.parse_args()
     t0 = time.perf_counter()
     if args.part == "mmlu":
@@ -243,8 +272,10 @@ def main() -> None:
     elif args.part == "ablation":
         table, extra = part_ablation(args.quick, args.seed)
     else:
-        table, extra = part_loo(args.seed)
+        table, extra = part_loo(args.seed, tuple(args.datasets.split(",")))
     cols = [c for c in COLUMNS + ["sparsity", "observed", "dataset"] if c in table.columns]
+    if args.part == "loo":
+        cols = list(table.columns)
     with pd.option_context("display.width", 200, "display.max_columns", 30):
         print(table[cols].round(3).to_string(index=False))
     for k, v in extra.items():
@@ -258,9 +289,15 @@ def main() -> None:
         "records": json.loads(table[cols].to_json(orient="records")),
     }
     print(json.dumps(record, default=str))
-    name = "active" + ("" if args.part == "mmlu" else f"-{args.part}") + ("-quick" if args.quick else "")
-    if args.part in ("mmlu", "speed") and args.test_models != 1111:
+    name = "active" if args.part == "mmlu" else f"active-{args.part}"
+    if args.part == "loo" and args.datasets != ",".join(LOO_DATASETS):
+        name += "-" + args.datasets.replace(",", "-")
+    if args.part == "mmlu" and (args.test_models, args.large_models) != (1111, 100):
         name += f"-{args.test_models}models"
+    if args.part == "speed" and args.test_models != 1111:
+        name += f"-{args.test_models}models"
+    if args.quick:
+        name += "-quick"
     write_results(name, json.loads(json.dumps(record, default=str)), sys.argv)
 
 

@@ -5,8 +5,8 @@ notebooks and users import from ``evalkit`` only.
 """
 
 from . import errors
-from .active import METHODS as ACTIVE_METHODS
 from .active import (
+    ACTIVE_SETTINGS,
     ActiveFactors,
     ActiveParams,
     ActiveResult,
@@ -16,6 +16,9 @@ from .active import (
     active_run,
     active_sampling_trace,
 )
+from .active import AUTHORS_PARAMS as ACTIVE_AUTHORS_PARAMS
+from .active import INTERVALS as ACTIVE_INTERVALS
+from .active import METHODS as ACTIVE_METHODS
 from .active_evaluation import (
     ACTIVE_COLORS,
     ActiveData,
@@ -358,6 +361,9 @@ __all__ = [
     "METHOD_COLOURS",
     # active evaluation (FAQ / Pro-Active Inference)
     "ACTIVE_METHODS",
+    "ACTIVE_SETTINGS",
+    "ACTIVE_AUTHORS_PARAMS",
+    "ACTIVE_INTERVALS",
     "ACTIVE_SPARSITY",
     "ActiveData",
     "ActiveFactors",

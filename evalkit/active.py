@@ -65,11 +65,16 @@ __all__ = [
     "active_factor_cv",
     "active_run",
     "active_pai",
+    "ACTIVE_SETTINGS",
+    "AUTHORS_PARAMS",
+    "INTERVALS",
     "active_sampling_trace",
 ]
 
-Method = Literal["uniform", "stratified", "ppi", "active_inference", "faq", "faq_norep", "faq_weighted"]
-METHODS: tuple[str, ...] = ("uniform", "stratified", "ppi", "active_inference", "faq", "faq_norep", "faq_weighted")
+Method = Literal["uniform", "stratified", "ppi", "active_inference", "faq", "faq_norep", "faq_weighted",
+                 "uniform_ht"]
+METHODS: tuple[str, ...] = ("uniform", "stratified", "ppi", "active_inference", "faq", "faq_norep", "faq_weighted",
+                            "uniform_ht")
 """The methods :func:`active_run` knows, in the order tables show them.
 
 ``uniform``: uniform with replacement, sample mean. ``stratified``: the same sample,
@@ -78,7 +83,23 @@ variate on the static (prior-mean) predictions, as ``ppi_py.ppi_mean_ci``. ``act
 sequential active inference (items stream in random order, each labelled with a probability;
 the budget is met in expectation). ``faq``: the published method. ``faq_norep``: FAQ with drawn
 items' probabilities set to zero (the paper's invalid heuristic). ``faq_weighted``: an evalkit
-extension (not in the paper): PAI with predictable inverse-variance weights on the ``phi_t``."""
+extension (not in the paper): PAI with predictable inverse-variance weights on the ``phi_t``.
+``uniform_ht``: the source's released uniform baseline (every item queried independently with
+probability ``n_b / N``, Horvitz-Thompson with a zero predictor, variance
+``sum_i xi_i (1 - pi) z_i / pi^2 / N^2``, Wald interval clipped to [0, 1]); the budget is met in
+expectation. Its variance is ``(1 - pi) / (1 - theta)`` times that of ``uniform``: the baseline of
+the source's ESS multiplier (:func:`evalkit.active_evaluate`, ``ess_authors``)."""
+
+Interval = Literal["wald", "korn_graubard"]
+INTERVALS: tuple[str, ...] = ("wald", "korn_graubard")
+"""The confidence intervals :func:`active_run` can put around an estimate.
+
+``wald``: ``estimate +/- z se``, the source's interval (valid as ``n_b`` grows, by the
+martingale CLT). ``korn_graubard``: the Clopper-Pearson interval at the effective sample size
+``n_eff = p (1 - p) / se^2`` (``p`` the estimate clipped to [0, 1]) with the degrees-of-freedom
+correction ``n_eff (z / t_{n_b - 1})^2`` of Korn and Graubard (1998, Survey Methodology 24), as for
+survey proportions; ``n_eff = n_b`` when ``p`` is 0 or 1 or ``se`` is 0. It keeps its level when
+``n_b`` is small or the estimate is near 0 or 1, where the Wald interval under-covers."""
 
 _FLOAT = np.float32  # dtype of the (batch, items) work arrays
 _CHUNK = 32  # rows per block of the FAQ loop (fixed, so results do not depend on the machine)
@@ -343,7 +364,9 @@ class ActiveParams:
     ``alpha_t = max(0, 1 - t / (rho n_b))`` mixes the active-learning score in early;
     ``beta_t = beta0 min(1, t / (gamma n_b))`` tempers the mixture; ``tau`` is the uniform floor.
     ``tau`` is also the floor of sequential active inference. ``n_strata`` is used by the
-    stratified baseline.
+    stratified baseline. ``rho = 0`` turns the active-learning score off (``alpha_t = 0``) and
+    ``gamma = 0`` tempers at ``beta0`` from the first query: with both 0 and ``beta0 = 1`` the
+    sampler is the oracle ``sqrt(p (1 - p))`` score with a ``tau`` floor throughout.
     """
 
     beta0: float = 1.0
@@ -355,13 +378,77 @@ class ActiveParams:
     def __post_init__(self) -> None:
         if not self.beta0 >= 0:
             raise EvalkitInputError("beta0", f"beta0 must be >= 0, got {self.beta0}")
-        if not (self.rho > 0 and self.gamma > 0):
-            raise EvalkitInputError("rho", f"rho and gamma must be positive, got rho={self.rho}, gamma={self.gamma}")
+        if not (self.rho >= 0 and self.gamma >= 0):
+            raise EvalkitInputError("rho", f"rho and gamma must be >= 0, got rho={self.rho}, gamma={self.gamma}")
         if not 0 < self.tau <= 1:
             raise EvalkitInputError(
                 "tau", f"tau must be in (0, 1] (tau = 0 lets q_t(j) reach 0 and breaks PAI), got {self.tau}")
         if self.n_strata < 1:
             raise EvalkitInputError("n_strata", f"n_strata must be >= 1, got {self.n_strata}")
+
+
+AUTHORS_PARAMS = ActiveParams(beta0=1.0, rho=0.0, gamma=0.0, tau=0.05)
+"""The source's hyper-parameters for a fully observed MMLU-Pro history at budgets of 5% and more
+(their released ``best_settings``: chosen on the last 20% of historical models from a 400-point
+grid by the smallest mean interval width). Against evalkit's defaults (``rho = gamma = tau = 0.2``,
+tuned by MSE) it drops the active-learning phase and the tempering ramp and lowers the uniform
+floor from 20% to 5%: intervals are narrower on average, and the weights ``1 / (N q)`` can reach 20
+instead of 5, so an unexpected answer on an item the model was sure of moves the estimate more."""
+
+ACTIVE_SETTINGS: dict[str, dict[str, Any]] = {
+    "default": {"params": ActiveParams(), "variance": "empirical", "interval": "korn_graubard"},
+    "faithful": {"params": ActiveParams(), "variance": "source", "interval": "wald"},
+    "authors": {"params": AUTHORS_PARAMS, "variance": "source", "interval": "wald"},
+}
+"""Named settings of :func:`active_run` (``active_run(Z, fac, n_b, **ACTIVE_SETTINGS[name])``).
+
+``default``: evalkit's defaults, the empirical PAI variance with the Korn-Graubard interval (the
+setting that keeps 95% coverage in leave-one-model-out on the real matrices, see
+docs/methods/faq-active-evaluation.md). ``faithful``: the source's procedure (closed-form variance,
+Wald interval) with evalkit's hyper-parameters, for the reproduction rows. ``authors``: the source's
+procedure with the source's hyper-parameters (:data:`AUTHORS_PARAMS`). The point estimate is the
+same under every setting with the same ``params``; only the interval changes."""
+
+
+def _effective_params(params: ActiveParams, budget: int) -> ActiveParams:
+    """``rho = 0`` and ``gamma = 0`` as the sampler loop reads them (``rho n_b``, ``gamma n_b`` below 1).
+
+    ``alpha_t = max(0, 1 - t / (rho n_b)) = 0`` for every ``t >= 1`` and ``beta_t = beta0`` when
+    ``rho n_b`` and ``gamma n_b`` are below 1, so half a query stands for zero exactly.
+    """
+    half = 0.5 / budget
+    return replace(params, rho=params.rho if params.rho > 0 else half,
+                   gamma=params.gamma if params.gamma > 0 else half)
+
+
+def _korn_graubard(est: np.ndarray, se: np.ndarray, n_b: np.ndarray, alpha: float
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Clopper-Pearson at the effective sample size with the df correction (see :data:`INTERVALS`)."""
+    p = np.clip(est, 0.0, 1.0)
+    nb = np.asarray(n_b, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n_eff = np.where((p > 0) & (p < 1) & (se > 0), p * (1 - p) / np.square(se), nb)
+    z = stats.norm.ppf(1 - alpha / 2)
+    t = stats.t.ppf(1 - alpha / 2, np.maximum(nb - 1, 1))
+    n2 = n_eff * (z / t) ** 2
+    x = p * n2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lo = np.where(x > 0, stats.beta.ppf(alpha / 2, x, n2 - x + 1), 0.0)
+        hi = np.where(x < n2, stats.beta.ppf(1 - alpha / 2, x + 1, n2 - x), 1.0)
+    return np.nan_to_num(lo, nan=0.0), np.nan_to_num(hi, nan=1.0)
+
+
+def _uniform_ht(Z: np.ndarray, budget: int, rngs: list[np.random.Generator], alpha: float
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The source's uniform baseline: Bernoulli sampling, Horvitz-Thompson, zero predictor, clipped Wald."""
+    B, N = Z.shape
+    pi = budget / N
+    xi = np.stack([g.random(N) < pi for g in rngs])
+    hits = (xi * Z).sum(axis=1)
+    est = hits / (N * pi)
+    se = np.sqrt(hits * (1 - pi) / pi**2) / N
+    lo, hi = _wald(est, se, alpha)
+    return est, se, np.maximum(lo, 0.0), np.minimum(hi, 1.0), xi.sum(axis=1)
 
 
 @dataclass(frozen=True)
@@ -890,7 +977,8 @@ def _degenerate_rows(est: np.ndarray, se: np.ndarray, lo: np.ndarray, hi: np.nda
 
 def active_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, method: str = "faq",
                params: ActiveParams | None = None, n_trials: int = 1, seed: int | np.random.SeedSequence = 0,
-               alpha: float = 0.05, variance: Literal["source", "empirical"] = "source") -> ActiveResult:
+               alpha: float = 0.05, variance: Literal["source", "empirical"] = "empirical",
+               interval: Interval = "korn_graubard") -> ActiveResult:
     """Estimate the accuracy of every row of ``Z`` from ``budget`` queries, all rows at once.
 
     Every (model, trial) pair is one row of a stacked computation with its own generator,
@@ -915,9 +1003,16 @@ def active_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, method:
     seed : int or SeedSequence
     alpha : float
         Two-sided level of the Wald intervals.
-    variance : {"source", "empirical"}
-        PAI variance: the source's closed form (default) or the empirical variance of the
-        ``phi_t`` (both consistent under the martingale CLT).
+    variance : {"empirical", "source"}
+        PAI variance: the empirical variance of the ``phi_t`` (default) or the source's closed
+        form (both consistent under the martingale CLT; the closed form can reach 0 at small
+        ``n_b``).
+    interval : {"korn_graubard", "wald"}
+        The confidence interval of the PAI-based methods (``faq``, ``faq_norep``,
+        ``faq_weighted``, ``active_inference``; :data:`INTERVALS`); ``"wald"`` is the source's.
+        The baselines keep their classical intervals: Wald for ``uniform``, ``stratified`` and
+        ``ppi`` (as ``ppi_py``), the source's clipped Wald for ``uniform_ht``. The named settings
+        :data:`ACTIVE_SETTINGS` give both choices with the hyper-parameters.
 
     Returns
     -------
@@ -952,23 +1047,36 @@ def active_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, method:
         raise EvalkitInputError("n_trials", f"n_trials must be a positive int, got {n_trials!r}")
     if variance not in ("source", "empirical"):
         raise EvalkitInputError("variance", f"variance must be 'source' or 'empirical', got {variance!r}")
+    if interval not in INTERVALS:
+        raise EvalkitInputError("interval", f"interval must be one of {INTERVALS}, got {interval!r}")
     check_alpha(alpha)
     if not isinstance(seed, np.random.SeedSequence):
         check_seed(seed)
     prm = params if params is not None else ActiveParams()
+    run_prm = _effective_params(prm, int(budget))
     M = arr.shape[0]
     rngs = _rngs(seed, M, n_trials)
     Zb = np.repeat(arr, n_trials, axis=0)
     start = time.perf_counter()
     n_queries = np.full(M * n_trials, int(budget))
+    clipped = None
     if method in ("uniform", "stratified", "ppi"):
-        est, se = _uniform_family(Zb, factors, int(budget), method, prm, rngs)
+        est, se = _uniform_family(Zb, factors, int(budget), method, run_prm, rngs)
+    elif method == "uniform_ht":
+        est, se, lo_ht, hi_ht, n_queries = _uniform_ht(Zb, int(budget), rngs, alpha)
+        clipped = (lo_ht, hi_ht)
     elif method == "active_inference":
-        est, se, n_queries = _active_inference_batch(Zb, factors, int(budget), prm, rngs)
+        est, se, n_queries = _active_inference_batch(Zb, factors, int(budget), run_prm, rngs)
     else:
-        est, se = _faq_blocks(Zb, factors, int(budget), prm, rngs, method, variance, _THREADS)
+        # blocks of rows keep the (rows, items) work arrays in cache; rows are independent
+        est, se = _faq_blocks(Zb, factors, int(budget), run_prm, rngs, method, variance, _THREADS)
     seconds = time.perf_counter() - start
-    lo, hi = _wald(est, se, alpha)
+    if clipped is not None:
+        lo, hi = clipped
+    elif interval == "wald" or method in ("uniform", "stratified", "ppi"):
+        lo, hi = _wald(est, se, alpha)
+    else:
+        lo, hi = _korn_graubard(est, se, np.asarray(n_queries, dtype=float), alpha)
     lo, hi = _degenerate_rows(est, se, lo, hi, Zb, int(budget), alpha)
     shape = (M, n_trials)
     return ActiveResult(method=method, budget=int(budget), estimate=est.reshape(shape), se=se.reshape(shape),
@@ -1004,6 +1112,7 @@ def active_sampling_trace(z: npt.ArrayLike, factors: ActiveFactors, budget: int,
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or not 2 <= budget < N:
         raise EvalkitInputError("budget", f"budget must be an int between 2 and n_items - 1 = {N - 1}, got {budget!r}")
     prm = params if params is not None else ActiveParams()
-    _, _, info = _faq_batch(arr, factors, int(budget), prm, _rngs(seed, 1, 1), replace_draws=replace,
+    run_prm = _effective_params(prm, int(budget))
+    _, _, info = _faq_batch(arr, factors, int(budget), run_prm, _rngs(seed, 1, 1), replace_draws=replace,
                             weighted=False, variance="source", trace=True)
     return np.concatenate(info["q"], axis=0)

@@ -21,16 +21,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
 from .active import (
+    ACTIVE_SETTINGS,
     ActiveFactors,
     ActiveParams,
     ActiveResult,
+    Interval,
     _check_history,
     _check_outcomes,
     _sigmoid,
@@ -68,8 +70,8 @@ _DEFAULT_GRID: Mapping[str, Sequence[float]] = {
 
 def active_tune(Z_val: npt.ArrayLike, factors: ActiveFactors, budget: int, *,
                 grid: Mapping[str, Sequence[float]] | None = None, method: str = "faq", n_trials: int = 1,
-                seed: int = 0) -> tuple[ActiveParams, pd.DataFrame]:
-    """Tune ``(beta0, rho, gamma, tau)`` on validation models by pooled mean squared error.
+                seed: int = 0, by: Literal["mse", "width"] = "mse") -> tuple[ActiveParams, pd.DataFrame]:
+    """Tune ``(beta0, rho, gamma, tau)`` on validation models by pooled mean squared error (or width).
 
     Run on models that are neither historical (in ``factors``) nor test models.
 
@@ -85,12 +87,17 @@ def active_tune(Z_val: npt.ArrayLike, factors: ActiveFactors, budget: int, *,
         ``faq`` (default) or another FAQ variant.
     n_trials : int
     seed : int
+    by : {"mse", "width"}
+        ``"mse"`` (evalkit's choice: the realised error) or ``"width"``, the source's choice (the
+        smallest mean width of the source's Wald interval; it rewards intervals that are narrow
+        because their variance estimate is small).
 
     Returns
     -------
     best : ActiveParams
     table : DataFrame
-        One row per grid point: the parameters, ``mse`` and ``ess_pooled``.
+        One row per grid point: the parameters, ``mse``, ``width`` (the source's Wald interval)
+        and ``ess_pooled``, sorted by ``by``.
     """
     g = dict(_DEFAULT_GRID if grid is None else grid)
     unknown = set(g) - set(_DEFAULT_GRID)
@@ -102,12 +109,15 @@ def active_tune(Z_val: npt.ArrayLike, factors: ActiveFactors, budget: int, *,
             len(names), -1).T:
         values = dict(zip(names, map(float, combo), strict=True))
         prm = replace(ActiveParams(), **values)  # type: ignore[arg-type]
-        res = active_run(Z_val, factors, budget, method=method, params=prm, n_trials=n_trials, seed=seed)
+        res = active_run(Z_val, factors, budget, method=method, params=prm, n_trials=n_trials, seed=seed,
+                         variance="source", interval="wald")
         err = res.estimate - res.truth[:, None]
         mse = float(np.mean(err**2))
         unif = float(np.mean(res.truth * (1 - res.truth))) / budget
-        rows.append({**values, "mse": mse, "ess_pooled": unif / mse})
-    table = pd.DataFrame(rows).sort_values("mse", kind="stable").reset_index(drop=True)
+        rows.append({**values, "mse": mse, "width": float(np.mean(res.ci_high - res.ci_low)), "ess_pooled": unif / mse})
+    if by not in ("mse", "width"):
+        raise ValueError(f"by must be 'mse' or 'width', got {by!r}")
+    table = pd.DataFrame(rows).sort_values(by, kind="stable").reset_index(drop=True)
     best = replace(ActiveParams(), **{n: float(table[n].to_numpy()[0]) for n in names})  # type: ignore[arg-type]
     return best, table
 
@@ -149,20 +159,32 @@ def active_ceiling(P: npt.ArrayLike, Z: npt.ArrayLike, budget: int) -> pd.Series
 
 def active_evaluate(results: Sequence[ActiveResult], *, n_boot: int = 500, seed: int = 0,
                     ceiling: Mapping[int, float] | None = None) -> pd.DataFrame:
-    """Score runs against the truth: ESS (three definitions), coverage with MCSE, width, bias.
+    """Score runs against the truth: ESS (four definitions), coverage with MCSE, width, bias.
 
-    ESS multipliers (larger is better; uniform sampling scores 1 on the first two in
-    expectation):
+    ESS multipliers (larger is better):
 
-    - ``ess`` (pooled): ``sum_m theta_m (1 - theta_m) / n_b`` over the method's summed mean
-      squared error, models pooled; its 95% interval ``ess_low, ess_high`` resamples models
-      (bootstrap over test models). This is evalkit's headline definition.
-    - ``ess_width``: ``(mean uniform width / mean method width)^2`` as in the source's released
-      code (needs a ``uniform`` run at the same budget among ``results``; NaN otherwise).
+    - ``ess`` (pooled realised MSE): ``sum_m theta_m (1 - theta_m) / n_b`` over the method's
+      summed mean squared error, models pooled; its 95% interval ``ess_low, ess_high`` resamples
+      models (bootstrap over test models). Uniform sampling with replacement scores 1 in
+      expectation. This is evalkit's headline definition: it scores the estimate, not the interval.
+    - ``ess_authors``: the source's definition (its ``cleaning_results.py``): per trial (their
+      seed), ``(mean uniform_ht width / mean method width)^2`` with widths averaged over models,
+      then the mean over trials. The baseline is the source's own uniform, ``uniform_ht``
+      (Bernoulli sampling, Horvitz-Thompson, zero predictor), whose variance is ``(1 - pi) /
+      (1 - theta)`` times that of ``uniform``; it needs a ``uniform_ht`` run at the same budget
+      and with the same number of trials among ``results`` (NaN otherwise). It scores the
+      interval: a method whose interval is too narrow for its error scores higher here than on
+      ``ess``.
+    - ``ess_width_wr``: ``(mean uniform width / mean method width)^2`` against evalkit's
+      with-replacement ``uniform`` (needs a ``uniform`` run at the same budget; NaN otherwise).
+      Not the source's number: its baseline differs.
     - ``ess_per_model``: the mean over models of per-model ratios; Jensen's inequality inflates
       it (a mean of ``1 / MSE_m`` with few trials per model), so uniform itself scores above 1.
 
-    Coverage, bias and width come from :func:`evalkit.mc_summarise` on the (model, trial) rows.
+    Coverage, bias and width come from :func:`evalkit.mc_summarise` on the (model, trial) rows;
+    ``coverage_mcse_model`` is the coverage's Monte Carlo SE clustered by model (the standard
+    deviation of per-model coverages over ``sqrt(n_models)``), the honest one when trials of one
+    model share its items.
 
     Parameters
     ----------
@@ -181,6 +203,9 @@ def active_evaluate(results: Sequence[ActiveResult], *, n_boot: int = 500, seed:
         raise EvalkitInputError("results", "give at least one ActiveResult")
     rng = np.random.default_rng(seed)
     uniform_width = {r.budget: float(np.mean(r.ci_high - r.ci_low)) for r in results if r.method == "uniform"}
+    # the source's baseline: per trial (their seed), the width averaged over models
+    ht_width = {(r.budget, r.estimate.shape[1]): (r.ci_high - r.ci_low).mean(axis=0)
+                for r in results if r.method == "uniform_ht"}
     rows = []
     for r in results:
         truth = r.truth
@@ -195,12 +220,19 @@ def active_evaluate(results: Sequence[ActiveResult], *, n_boot: int = 500, seed:
         summ = mc_summarise(r.to_frame().drop(columns=["budget", "model", "trial"])).iloc[0]
         width = float(summ["width"])
         uw = uniform_width.get(r.budget, np.nan)
+        ht = ht_width.get((r.budget, r.estimate.shape[1]))
+        per_trial = (r.ci_high - r.ci_low).mean(axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ess_authors = float(np.mean((ht / per_trial) ** 2)) if ht is not None else np.nan
+        cover_m = ((r.ci_low <= truth[:, None]) & (truth[:, None] <= r.ci_high)).mean(axis=1)
         rows.append({
             "budget": r.budget, "method": r.method, "ess": ess,
             "ess_low": float(np.quantile(ess_b, 0.025)), "ess_high": float(np.quantile(ess_b, 0.975)),
-            "ess_width": (uw / width) ** 2 if width > 0 else np.nan, "ess_per_model": per_model,
+            "ess_authors": ess_authors,
+            "ess_width_wr": (uw / width) ** 2 if width > 0 else np.nan, "ess_per_model": per_model,
             "ess_ceiling": np.nan if ceiling is None else float(ceiling.get(r.budget, np.nan)),
             "coverage": float(summ["coverage"]), "coverage_mcse": float(summ["coverage_mcse"]),
+            "coverage_mcse_model": float(cover_m.std(ddof=1) / math.sqrt(n_m)) if n_m > 1 else np.nan,
             "width": width, "bias": float(summ["bias"]), "bias_mcse": float(summ["bias_mcse"]),
             "rmse": float(summ["rmse"]), "n_models": n_m, "n_trials": r.estimate.shape[1],
             "seconds": r.seconds,
@@ -342,7 +374,8 @@ def active_study(data: ActiveData, *, budgets: Sequence[float], methods: Sequenc
                  grid: Mapping[str, Sequence[float]] | None = None, tune_budget: float | None = None,
                  n_trials: int = 1, seed: int = 0, factors: ActiveFactors | None = None,
                  params: ActiveParams | None = None, max_iter: int = 500,
-                 cv_items: int | None = None) -> ActiveStudy:
+                 cv_items: int | None = None, variance: Literal["source", "empirical"] = "empirical",
+                 interval: Interval = "korn_graubard") -> ActiveStudy:
     """Refit, tune on validation models, run every method on the test models, evaluate.
 
     Parameters
@@ -368,6 +401,9 @@ def active_study(data: ActiveData, *, budgets: Sequence[float], methods: Sequenc
     cv_items : int, optional
         Choose the rank on a random subset of this many items (cheaper), then refit the chosen
         rank on every item. None: the search uses every item.
+    variance, interval : str
+        Passed to :func:`evalkit.active_run` (``variance="source", interval="wald"`` is the
+        source's procedure; see :data:`evalkit.ACTIVE_SETTINGS`).
 
     Returns
     -------
@@ -406,7 +442,8 @@ def active_study(data: ActiveData, *, budgets: Sequence[float], methods: Sequenc
         ceiling[nb] = float(active_ceiling(data.P_test, data.Z_test, nb)["ess_pooled"])
         for m in methods:
             # the same seed for every method at a budget: uniform-family methods share their sample
-            results.append(active_run(data.Z_test, fac, nb, method=m, params=prm, n_trials=n_trials, seed=s_b))
+            results.append(active_run(data.Z_test, fac, nb, method=m, params=prm, n_trials=n_trials, seed=s_b,
+                                      variance=variance, interval=interval))
     table = active_evaluate(results, ceiling=ceiling, seed=seed)
     table.insert(1, "fraction", table["budget"] / N)
     return ActiveStudy(factors=fac, params=prm, tuning=tuning, results=results, table=table)
@@ -414,7 +451,9 @@ def active_study(data: ActiveData, *, budgets: Sequence[float], methods: Sequenc
 
 def active_loo(Y: npt.ArrayLike, *, budget: float, methods: Sequence[str] = ("uniform", "ppi", "faq"),
                ranks: Sequence[int] = (2,), weight_decay: float = 1.0, params: ActiveParams | None = None,
-               n_trials: int = 20, seed: int = 0, n_boot: int = 500, max_iter: int = 300) -> pd.DataFrame:
+               n_trials: int = 20, seed: int = 0, n_boot: int = 500, max_iter: int = 300,
+               variance: Literal["source", "empirical"] = "empirical",
+               interval: Interval = "korn_graubard") -> pd.DataFrame:
     """Leave-one-model-out active evaluation on a real models x items matrix.
 
     For each model ``i``: the other models are the history (their missing entries stay missing),
@@ -430,19 +469,28 @@ def active_loo(Y: npt.ArrayLike, *, budget: float, methods: Sequence[str] = ("un
     budget : float
         Fraction of each model's bank, in (0, 1).
     methods : sequence of str
+        Names of :data:`evalkit.ACTIVE_METHODS`, each optionally with a named setting of
+        :data:`evalkit.ACTIVE_SETTINGS` after ``@`` (``"faq@faithful"``: the source's variance
+        and interval with evalkit's hyper-parameters; ``"faq@authors"``); a name without a setting
+        runs with ``params``, ``variance`` and ``interval``.
     ranks : sequence of int
         One rank (fixed) or several (chosen by held-out log loss in every fold).
     weight_decay : float
     params : ActiveParams, optional
         Sampler hyper-parameters (not tuned here: pass ones tuned elsewhere).
     n_trials, seed, n_boot, max_iter
+    variance, interval : str
+        Passed to :func:`evalkit.active_run` (the default covers on the kit's real matrices;
+        ``variance="source", interval="wald"`` is the source's procedure).
 
     Returns
     -------
     DataFrame
         One row per method: ``ess`` (pooled), ``ess_low, ess_high`` (bootstrap over models),
-        ``coverage, coverage_mcse, width, bias, n_models, mean_budget, rank`` (the most common
-        rank chosen).
+        ``coverage``, ``coverage_mcse`` (clustered by model: the SD of per-model coverages over
+        ``sqrt(n_models)``, since a model's trials share its items and its factor fit),
+        ``coverage_mcse_iid`` (binomial over all (model, trial) pairs, too small),
+        ``width, bias, n_models, mean_budget, rank`` (the most common rank chosen).
 
     Raises
     ------
@@ -453,6 +501,13 @@ def active_loo(Y: npt.ArrayLike, *, budget: float, methods: Sequence[str] = ("un
     if not 0 < budget < 1:
         raise EvalkitInputError("budget", f"budget is a fraction of the bank in (0, 1), got {budget!r}")
     prm = params if params is not None else ActiveParams()
+    runs: dict[str, dict[str, Any]] = {}
+    for label in methods:
+        name, _, setting = label.partition("@")
+        if setting and setting not in ACTIVE_SETTINGS:
+            raise ValueError(f"unknown setting {setting!r} in {label!r}; choose among {sorted(ACTIVE_SETTINGS)}")
+        runs[label] = ({"method": name, "params": prm, "variance": variance, "interval": interval} if not setting
+                       else {"method": name, **ACTIVE_SETTINGS[setting]})
     seqs = np.random.SeedSequence(seed).spawn(arr.shape[0])
     rec: dict[str, list[tuple[float, float, np.ndarray, np.ndarray, np.ndarray]]] = {m: [] for m in methods}
     chosen = []
@@ -469,7 +524,7 @@ def active_loo(Y: npt.ArrayLike, *, budget: float, methods: Sequence[str] = ("un
         z = arr[i, bank]
         nb = max(2, int(round(budget * z.size)))
         for m in methods:
-            r = active_run(z, fac, nb, method=m, params=prm, n_trials=n_trials, seed=seqs[i])
+            r = active_run(z, fac, nb, n_trials=n_trials, seed=seqs[i], **runs[m])
             rec[m].append((float(r.truth[0]), float(nb), r.estimate[0], r.ci_low[0], r.ci_high[0]))
     rng = np.random.default_rng(seed)
     rows = []
@@ -483,12 +538,14 @@ def active_loo(Y: npt.ArrayLike, *, budget: float, methods: Sequence[str] = ("un
         hi = np.stack([x[4] for x in rec[m]])
         mse = ((est - theta[:, None]) ** 2).mean(axis=1)
         var_u = theta * (1 - theta) / nbs
-        cover = float(((lo <= theta[:, None]) & (theta[:, None] <= hi)).mean())
+        cover_m = ((lo <= theta[:, None]) & (theta[:, None] <= hi)).mean(axis=1)
+        cover = float(cover_m.mean())
         n_rep = est.size
         ess_b = var_u[boot].sum(axis=1) / mse[boot].sum(axis=1)
         rows.append({"method": m, "ess": float(var_u.sum() / mse.sum()),
                      "ess_low": float(np.quantile(ess_b, 0.025)), "ess_high": float(np.quantile(ess_b, 0.975)),
-                     "coverage": cover, "coverage_mcse": math.sqrt(cover * (1 - cover) / n_rep),
+                     "coverage": cover, "coverage_mcse": float(cover_m.std(ddof=1) / math.sqrt(n_m)),
+                     "coverage_mcse_iid": math.sqrt(cover * (1 - cover) / n_rep),
                      "width": float((hi - lo).mean()), "bias": float((est - theta[:, None]).mean()),
                      "n_models": n_m, "mean_budget": float(nbs.mean()),
                      "rank": int(np.bincount(chosen).argmax())})

@@ -340,6 +340,28 @@ _SPECS += (
     ),
 )
 
+# The FAQ authors' released result logs (numbers only), for the three-column reproduction rows.
+_SPECS += (
+    DatasetSpec(
+        name="faq_authors",
+        folder="faq_authors",
+        files={
+            "faq_summary.csv": "fe405a26da6784458cddbecccd9e1f1fad4545ff0f636e5cdbe32569acd64398",
+            "uniform_summary.csv": "9b7d8ce4fe607793ce46f20e7c4de606ac597a3ae6cb543f0174b36691d35f81",
+            "mmlu_pro_full_per_seed.csv": "7f8bfc816916603a4bd02ce5d4c2bf013880a6fe39f776c8df03197e7b226386",
+            "mmlu_pro_with_replacement_per_seed.csv":
+                "c4779955b33699aa70ca0fdbc2dc9435dbba729194985063b0a98fcc89e19e42",
+        },
+        licence="Apache-2.0",
+        source="skbwu/efficiently-evaluating-llms",
+        commit="cb931006fcebe82c34445a2a0c6d7831314b77c7",
+        description="The FAQ authors' released result logs: ESS multiplier, coverage, width per budget and seed",
+        shape="2,213 real test models summarised per seed; 10 budgets x 100 seeds (MMLU-Pro, full history)",
+        notes="Built by scripts/faq_authors_logs.py; their ESS is (uniform width / FAQ width)^2 against "
+        "Bernoulli-sampling Horvitz-Thompson, per seed (see data/faq_authors/SOURCE.md).",
+    ),
+)
+
 DATASETS: Mapping[str, DatasetSpec] = MappingProxyType({s.name: s for s in _SPECS})
 """The registry: dataset name -> :class:`DatasetSpec` (read-only)."""
 

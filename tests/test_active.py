@@ -14,10 +14,13 @@ import pytest
 from scipy import optimize
 
 from evalkit.active import (
+    ACTIVE_SETTINGS,
+    AUTHORS_PARAMS,
     METHODS,
     ActiveFactors,
     ActiveParams,
     _faq_blocks,
+    _korn_graubard,
     _laplace_step,
     _ppi_mean,
     _rngs,
@@ -105,7 +108,7 @@ def test_faq_beats_uniform_with_a_good_model(world):
     runs = [active_run(world["Z"], world["fac"], 120, method=m, n_trials=10, seed=3) for m in ("uniform", "faq")]
     table = active_evaluate(runs).set_index("method")
     assert table.loc["faq", "ess_low"] > 1.0
-    assert table.loc["uniform", "ess_width"] == pytest.approx(1.0)
+    assert table.loc["uniform", "ess_width_wr"] == pytest.approx(1.0)
 
 
 def test_rank_one_update_equals_full_laplace_precision():
@@ -186,12 +189,12 @@ def test_ppi_matches_ppi_py():
 
 
 def test_ppi_run_matches_ppi_py_end_to_end(world):
-    """Intent: active_run(method="ppi") gives ppi_py's interval for the sample it drew."""
+    """Intent: active_run(method="ppi", interval="wald") gives ppi_py's interval for the sample it drew."""
     ppi_py = pytest.importorskip("ppi_py")
     from evalkit.active import _rngs
 
     fac, Z = world["fac"], world["Z"][:2]
-    res = active_run(Z, fac, 50, method="ppi", seed=9)
+    res = active_run(Z, fac, 50, method="ppi", seed=9, interval="wald")
     f_all = fac.predict()
     for m, g in enumerate(_rngs(9, 2, 1)):
         idx = g.integers(0, N_ITEMS, size=50)
@@ -304,7 +307,9 @@ def test_bad_arguments(world):
     with pytest.raises(ValueError, match="tau"):
         ActiveParams(tau=0.0)
     with pytest.raises(ValueError, match="rho"):
-        ActiveParams(rho=0.0)
+        ActiveParams(rho=-0.1)
+    with pytest.raises(ValueError, match="interval"):
+        active_run(Z, fac, 20, interval="score")
     assert set(METHODS) >= {"uniform", "stratified", "ppi", "active_inference", "faq", "faq_norep"}
 
 
@@ -359,3 +364,84 @@ def test_plot_run_draws(world):
     fig = active_plot_run(world["Z"][:5], world["fac"], 30, seed=0)
     assert len(fig.axes) == 2
     assert "ESS" in fig.axes[1].get_title()
+
+
+# --- the source's settings, its uniform baseline and ESS, and the small-n_b interval ----------
+
+
+def test_authors_setting_samples_the_oracle_score_from_the_first_query(world):
+    """Intent: rho = gamma = 0 means q_1 = tau / N + (1 - tau) sqrt(p (1 - p)) / sum at the prior."""
+    fac = world["fac"]
+    q = active_sampling_trace(world["Z"][0], fac, 30, params=AUTHORS_PARAMS)
+    w = np.sqrt(fac.predict() * (1 - fac.predict()))
+    expected = AUTHORS_PARAMS.tau / N_ITEMS + (1 - AUTHORS_PARAMS.tau) * w / w.sum()
+    np.testing.assert_allclose(q[0], expected, rtol=2e-4)
+    assert ACTIVE_SETTINGS["authors"]["params"] == AUTHORS_PARAMS
+    assert (AUTHORS_PARAMS.rho, AUTHORS_PARAMS.gamma, AUTHORS_PARAMS.tau) == (0.0, 0.0, 0.05)
+
+
+def test_uniform_ht_has_the_horvitz_thompson_variance(world):
+    """Intent: the source's uniform baseline is unbiased with variance theta (1 - pi) / n_b (z in {0, 1})."""
+    z = world["Z"][:3]
+    nb = 80
+    res = active_run(z, world["fac"], nb, method="uniform_ht", n_trials=4000, seed=5)
+    theta = res.truth
+    pi = nb / N_ITEMS
+    var = theta * (1 - pi) / nb
+    err = res.estimate - theta[:, None]
+    assert np.all(np.abs(err.mean(axis=1)) <= 4 * np.sqrt(var / err.shape[1]))
+    # the sample variance of 4000 draws is within 5 of its SEs (kurtosis of a Poisson-like sum, about 2/n)
+    np.testing.assert_allclose(err.var(axis=1), var, rtol=5 * np.sqrt(2 / err.shape[1]) * 1.5)
+    np.testing.assert_allclose(res.n_queries.mean(), nb, rtol=0.02)
+    assert (res.ci_low >= 0).all() and (res.ci_high <= 1).all()
+
+
+def test_ess_authors_is_the_per_trial_width_ratio_squared(world):
+    """Intent: ess_authors = mean over trials of (mean HT width / mean method width)^2; HT scores exactly 1."""
+    runs = [active_run(world["Z"], world["fac"], 60, method=m, n_trials=3, seed=4, **setting)
+            for m, setting in (("uniform_ht", {}), ("faq", {"variance": "source", "interval": "wald"}))]
+    table = active_evaluate(runs).set_index("method")
+    assert table.loc["uniform_ht", "ess_authors"] == pytest.approx(1.0)
+    ht = (runs[0].ci_high - runs[0].ci_low).mean(axis=0)
+    faq = (runs[1].ci_high - runs[1].ci_low).mean(axis=0)
+    assert table.loc["faq", "ess_authors"] == pytest.approx(float(np.mean((ht / faq) ** 2)))
+    assert np.isnan(active_evaluate(runs[1:]).loc[0, "ess_authors"])
+
+
+def test_korn_graubard_is_clopper_pearson_for_a_simple_random_sample():
+    """Intent: with se = sqrt(p (1 - p) / n) and many queries the interval is statsmodels' Clopper-Pearson."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    n = 200
+    x = np.array([3, 40, 100, 190])
+    p = x / n
+    lo, hi = _korn_graubard(p, np.sqrt(p * (1 - p) / n), np.full(4, 1e7), 0.05)
+    ref = np.array([proportion_confint(int(k), n, alpha=0.05, method="beta") for k in x])
+    np.testing.assert_allclose(lo, ref[:, 0], atol=1e-6)
+    np.testing.assert_allclose(hi, ref[:, 1], atol=1e-6)
+    # p = 0: n_eff falls back to the number of queries
+    lo0, hi0 = _korn_graubard(np.array([0.0]), np.array([0.0]), np.array([1e7]), 0.05)
+    assert lo0[0] == 0.0 and hi0[0] == pytest.approx(1 - 0.025 ** (1 / 1e7), rel=1e-6)
+
+
+@pytest.mark.slow
+def test_default_interval_covers_where_wald_does_not_at_a_small_budget():
+    """Intent: at n_b = 25 with accuracies near 0.1 the default interval does not under-cover; Wald does.
+
+    Coverage over 40 models x 30 trials, MCSE clustered by model; the factor model is fitted on 200
+    historical models of the same world. Korn-Graubard is conservative at so small a budget (it
+    inherits Clopper-Pearson's), so the default is checked from below only.
+    """
+    rng = np.random.default_rng(21)
+    U = rng.normal(0, 1, (240, RANK))
+    V = rng.normal(0, 0.8, (N_ITEMS, RANK))
+    b = rng.normal(-2.3, 1.0, N_ITEMS)
+    Y = (rng.random((240, N_ITEMS)) < 1 / (1 + np.exp(-(U @ V.T + b)))).astype(float)
+    fac = active_factor_fit(Y[:200], rank=RANK)
+    cov = {}
+    for name in ("default", "faithful"):
+        res = active_run(Y[200:], fac, 25, method="faq", n_trials=30, seed=3, **ACTIVE_SETTINGS[name])
+        per_model = ((res.ci_low <= res.truth[:, None]) & (res.truth[:, None] <= res.ci_high)).mean(axis=1)
+        cov[name] = (per_model.mean(), per_model.std(ddof=1) / np.sqrt(per_model.size))
+    assert cov["default"][0] >= 0.95 - 2 * cov["default"][1]
+    assert cov["faithful"][0] < 0.95 - 2 * cov["faithful"][1]

@@ -246,7 +246,7 @@ def test_round_trip_through_save_and_report(tmp_path) -> None:
     np.testing.assert_allclose(csv["evalkit_value"], expected["evalkit_value"].astype(float))
 
     report = json.loads((out_dir / "reproduction_report.json").read_text())
-    assert report["totals"] == {"rows": 3, REPRODUCED: 2, NOT_REPRODUCED: 1, INCONCLUSIVE: 0}
+    assert report["totals"] == {"rows": 3, REPRODUCED: 2, NOT_REPRODUCED: 1, INCONCLUSIVE: 0, "with_authors_value": 0}
     assert report["notebooks"] == ["00-why-the-average-lies", "01-missing-responses"]
     assert report["rows"] == expected.to_dict(orient="records")
 
@@ -256,7 +256,7 @@ def test_round_trip_through_save_and_report(tmp_path) -> None:
     assert "iid covers \\| CR covers" in md  # pipes in cells are escaped
     table_lines = [line for line in md.splitlines() if line.startswith("| MISSING")]
     assert len(table_lines) == 3
-    assert all(line.count(" | ") == 9 for line in table_lines)
+    assert all(line.count(" | ") == 12 for line in table_lines)
     assert f"- **MISSING**: {PAPERS['MISSING']}" in md  # the citation, not a file path
 
 
@@ -553,3 +553,115 @@ def test_module_runs_without_a_runpy_warning(tmp_path) -> None:
 def test_docstring_examples_run() -> None:
     result = doctest.testmod(evalkit.reproduce, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+# --- three columns: paper, authors' code or released results, evalkit -------------------------
+
+FAQ_LOGS = {
+    "repository": "skbwu/efficiently-evaluating-llms",
+    "commit": "cb93100",
+    "file": "logs/final/cleaned/faq_summary.csv",
+    "how": "(mean uniform width / mean FAQ width)^2 per seed, mean over 100 seeds",
+}
+
+
+def test_authors_value_gets_its_own_verdicts() -> None:
+    # evalkit 4.15, authors 4.27, paper 4.68 (tolerance 0.3): evalkit matches the authors, not the
+    # paper, and the authors' own logs do not give the paper's number either.
+    row = one_row(paper="FAQ", paper_value=4.68, evalkit_value=4.15, tolerance=0.3, authors_value=4.27,
+                  authors_source=FAQ_LOGS)
+    assert row["verdict"] == NOT_REPRODUCED
+    assert row["authors_verdict"] == REPRODUCED
+    assert row["authors_vs_paper"] == NOT_REPRODUCED
+    assert row["authors_tolerance"] == 0.3 and row["authors_source"] == FAQ_LOGS
+    row = one_row(paper="FAQ", paper_value=5.01, evalkit_value=4.0, tolerance=0.3, authors_value=5.006,
+                  authors_source=FAQ_LOGS, authors_tolerance=2.0)
+    assert (row["verdict"], row["authors_verdict"], row["authors_vs_paper"]) == (
+        NOT_REPRODUCED, REPRODUCED, REPRODUCED)
+
+
+def test_authors_verdict_is_inconclusive_within_two_mcse() -> None:
+    row = one_row(paper_value=1.0, evalkit_value=1.25, tolerance=0.2, authors_value=1.0,
+                  authors_source=FAQ_LOGS, mcse=0.05)
+    assert row["authors_verdict"] == INCONCLUSIVE
+
+
+def test_authors_vs_paper_follows_a_threshold_claim() -> None:
+    row = one_row(paper_value="< 0.60", evalkit_value=0.5, tolerance=None, threshold=0.6, compare="<",
+                  authors_value=0.7, authors_tolerance=0.05, authors_source=FAQ_LOGS)
+    assert (row["verdict"], row["authors_verdict"], row["authors_vs_paper"]) == (
+        REPRODUCED, NOT_REPRODUCED, NOT_REPRODUCED)
+
+
+def test_row_without_authors_value_has_empty_authors_columns() -> None:
+    row = one_row()
+    assert all(row[c] is None for c in ("authors_value", "authors_tolerance", "authors_source",
+                                        "authors_verdict", "authors_vs_paper"))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"authors_value": 1.0}, TypeError, "authors_source must be a mapping"),
+        ({"authors_value": 1.0, "authors_source": {"repository": "a/b"}}, ValueError, "missing"),
+        ({"authors_value": 1.0, "authors_source": {**FAQ_LOGS, "url": "x"}}, ValueError, "unknown"),
+        ({"authors_value": 1.0, "authors_source": {**FAQ_LOGS, "how": " "}}, ValueError, "must not be empty"),
+        ({"authors_value": math.nan, "authors_source": FAQ_LOGS}, ValueError, "finite"),
+        ({"authors_source": FAQ_LOGS}, ValueError, "needs an authors_value"),
+        ({"authors_value": 1.0, "authors_source": FAQ_LOGS, "tolerance": "4 MCSE", "holds": True,
+          "paper_value": "about 1"}, ValueError, "give authors_tolerance"),
+    ],
+)
+def test_authors_value_needs_its_provenance(kwargs: dict, error: type, match: str) -> None:
+    with pytest.raises(error, match=match):
+        one_row(**kwargs)
+
+
+def test_show_adds_the_authors_columns_only_when_used() -> None:
+    table = ReproTable("06-x")
+    table.add("FAQ", "ESS at 5%", "MMLU-Pro", 4.68, 4.15, tolerance=0.3)
+    assert "authors_value" not in table.show().columns
+    table.add("FAQ", "ESS at 12.5%", "MMLU-Pro", 5.01, 4.9, tolerance=0.3, authors_value=5.006,
+              authors_source=FAQ_LOGS)
+    shown = table.show()
+    assert list(shown.columns[-5:]) == ["authors_value", "authors_verdict", "authors_vs_paper", "authors_source",
+                                        "note"]
+    assert shown["authors_value"].tolist() == ["", "5.006"]
+    assert shown["authors_source"].iloc[1].startswith("skbwu/efficiently-evaluating-llms @ cb93100, logs/")
+
+
+def test_report_shows_three_columns_and_recomputes_the_authors_verdicts(tmp_path) -> None:
+    table = ReproTable("06-x")
+    table.add("FAQ", "ESS at 5%", "MMLU-Pro", 4.68, 4.15, tolerance=0.3, authors_value=4.27,
+              authors_source=FAQ_LOGS)
+    table.add("FAQ", "coverage", "MMLU-Pro", 0.95, 0.95, tolerance=0.01)
+    path = table.save(tmp_path / "rows")
+    md = repro_report_write(tmp_path / "rows", tmp_path / "out").read_text()
+    header = next(line for line in md.splitlines() if line.startswith("| paper |"))
+    assert "authors' value" in header and "evalkit vs authors" in header and "authors vs paper" in header
+    line = next(line for line in md.splitlines() if "ESS at 5%" in line)
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[3:6] == ["4.68", "4.27 [1]", "4.15"]
+    assert cells[9:12] == [NOT_REPRODUCED, REPRODUCED, NOT_REPRODUCED]
+    assert "1. skbwu/efficiently-evaluating-llms @ cb93100, logs/final/cleaned/faq_summary.csv" in md
+    data = json.loads((tmp_path / "out" / "reproduction_report.json").read_text())
+    assert data["totals"]["with_authors_value"] == 1
+    csv = pd.read_csv(tmp_path / "out" / "reproduction_report.csv")
+    assert json.loads(csv["authors_source"].iloc[0]) == FAQ_LOGS
+    # a stored authors' verdict that its values do not give is refused
+    rows = json.loads(path.read_text())
+    rows[0]["authors_verdict"] = NOT_REPRODUCED
+    path.write_text(json.dumps(rows))
+    with pytest.raises(ValueError, match="authors_verdict"):
+        repro_report_write(tmp_path / "rows", tmp_path / "out")
+
+
+def test_report_reads_row_files_written_before_the_authors_columns(tmp_path) -> None:
+    table = ReproTable("00-x")
+    table.add("MISSING", "a", "s", 1.0, 1.0, tolerance=0.0)
+    path = table.save(tmp_path)
+    rows = json.loads(path.read_text())
+    old = [{k: v for k, v in r.items() if not k.startswith("authors_")} for r in rows]
+    path.write_text(json.dumps(old))
+    md = repro_report_write(tmp_path, tmp_path / "out").read_text()
+    assert "1 reproduced" in md

@@ -33,6 +33,24 @@ When ``holds`` is given together with rule 1 or 2 it must agree with that rule (
 text and numbers disagree is refused). A row with ``mcse`` or ``full_run_value`` needs rule 1
 or 2, since a verdict can only be recomputed from a number and a rule.
 
+Three columns: paper, authors, evalkit
+--------------------------------------
+When the paper's authors released code or results, a row can carry their value too
+(``authors_value``) with its provenance (``authors_source``: the ``repository``, the
+``commit``, the ``file`` and ``how`` the number was computed from it). Two more verdicts are then
+computed from the values:
+
+``authors_verdict``
+    evalkit against the authors: ``|evalkit_value - authors_value| <= authors_tolerance``
+    (``authors_tolerance`` defaults to a numeric ``tolerance``), "inconclusive" within
+    ``2 * mcse`` of that edge, as above.
+``authors_vs_paper``
+    the authors' own value against the paper's rule (rule 1 or 2 above, without ``mcse``):
+    whether the authors' released code or logs give the paper's number.
+
+A row without an authors' value has ``None`` in these columns; row files written before these
+columns existed are read as such rows.
+
 Command line: ``python -m evalkit.reproduce ROWS_DIR OUT_DIR`` writes the report.
 """
 
@@ -62,6 +80,7 @@ __all__ = [
     "REPRODUCED",
     "VERDICTS",
     "ReproFrame",
+    "AUTHORS_SOURCE_KEYS",
     "ReproTable",
     "repro_report_write",
 ]
@@ -139,11 +158,22 @@ COLUMNS = (
     "mcse",
     "full_run_value",
     "verdict",
+    "authors_value",
+    "authors_tolerance",
+    "authors_source",
+    "authors_verdict",
+    "authors_vs_paper",
     "note",
 )
 """The columns of a row, in order (``to_frame``, the CSV and the JSON use them)."""
 
-_INPUTS = tuple(c for c in COLUMNS if c not in ("notebook", "verdict"))
+_COMPUTED = ("notebook", "verdict", "authors_verdict", "authors_vs_paper")
+_INPUTS = tuple(c for c in COLUMNS if c not in _COMPUTED)
+_OPTIONAL = ("authors_value", "authors_tolerance", "authors_source", "authors_verdict", "authors_vs_paper")
+"""Columns a row file written before the three-column report may lack (read as None)."""
+
+AUTHORS_SOURCE_KEYS = ("repository", "commit", "file", "how")
+"""The keys of a row's ``authors_source``: where the authors' value comes from and how it was computed."""
 
 REPORT_DIR_ENV = "EVALKIT_REPORT_DIR"
 """Environment variable naming the folder ``ReproTable.save`` writes into by default."""
@@ -286,6 +316,9 @@ def _make_row(
     compare: object = None,
     mcse: object = None,
     full_run_value: object = None,
+    authors_value: object = None,
+    authors_tolerance: object = None,
+    authors_source: object = None,
 ) -> dict[str, Any]:
     """Validate one row's inputs and return the row with its computed verdict."""
     label = _paper_label(paper)
@@ -324,6 +357,8 @@ def _make_row(
     full = _optional_float(full_run_value, "full_run_value")
 
     verdict = _verdict(pv, ev, tol, holds, threshold=thr, compare=compare, mcse=mc, full_run_value=full)  # type: ignore[arg-type]
+    av, atol, asrc, a_verdict, a_vs_paper = _authors(pv, ev, tol, thr, None if compare is None else str(compare),
+                                                     mc, authors_value, authors_tolerance, authors_source)
     return {
         "notebook": notebook,
         "paper": label,
@@ -338,8 +373,58 @@ def _make_row(
         "mcse": mc,
         "full_run_value": full,
         "verdict": verdict,
+        "authors_value": av,
+        "authors_tolerance": atol,
+        "authors_source": asrc,
+        "authors_verdict": a_verdict,
+        "authors_vs_paper": a_vs_paper,
         "note": note_text,
     }
+
+
+def _authors(
+    paper_value: float | str,
+    evalkit_value: float,
+    tolerance: float | str | None,
+    threshold: float | None,
+    compare: str | None,
+    mcse: float | None,
+    authors_value: object,
+    authors_tolerance: object,
+    authors_source: object,
+) -> tuple[float | None, float | None, dict[str, str] | None, str | None, str | None]:
+    """Check the authors' value and provenance; return them with the two verdicts they give."""
+    if authors_value is None:
+        for name, extra in (("authors_tolerance", authors_tolerance), ("authors_source", authors_source)):
+            if extra is not None:
+                raise ValueError(f"{name} needs an authors_value (the number the authors' code or logs give)")
+        return None, None, None, None, None
+    av = _finite_float(authors_value, "authors_value")
+    if not isinstance(authors_source, Mapping):
+        raise TypeError(
+            "authors_source must be a mapping with the keys "
+            f"{list(AUTHORS_SOURCE_KEYS)} (where the authors' value comes from), got {authors_source!r}"
+        )
+    missing = [k for k in AUTHORS_SOURCE_KEYS if k not in authors_source]
+    unknown = sorted(set(authors_source) - set(AUTHORS_SOURCE_KEYS))
+    if missing or unknown:
+        raise ValueError(
+            f"authors_source must have exactly the keys {list(AUTHORS_SOURCE_KEYS)}; "
+            f"missing {missing}, unknown {unknown}"
+        )
+    src = {k: _text(authors_source[k], f"authors_source[{k!r}]") for k in AUTHORS_SOURCE_KEYS}
+    atol = _optional_float(authors_tolerance, "authors_tolerance", non_negative=True)
+    if atol is None:
+        if not isinstance(tolerance, float):
+            raise ValueError(
+                "give authors_tolerance (how far evalkit_value may be from authors_value): the row's "
+                f"tolerance {tolerance!r} is not a number"
+            )
+        atol = tolerance
+    a_verdict = _verdict(av, evalkit_value, atol, None, mcse=mcse)
+    applied = _rule(av, paper_value, tolerance, threshold, compare)
+    a_vs_paper = None if applied is None else (REPRODUCED if applied[0] else NOT_REPRODUCED)
+    return av, atol, src, a_verdict, a_vs_paper
 
 
 def _format_value(x: object) -> str:
@@ -359,6 +444,13 @@ def _display_tolerance(row: Mapping[str, Any]) -> str:
     if row["tolerance"] is None and row["compare"] is not None:
         return f"{row['compare']} {_format_value(row['threshold'])}"
     return _format_value(row["tolerance"])
+
+
+def _format_source(src: Mapping[str, str] | None) -> str:
+    """``owner/name @ commit, file: how`` (empty without a source)."""
+    if not src:
+        return ""
+    return f"{src['repository']} @ {src['commit']}, {src['file']}: {src['how']}"
 
 
 _FULL = ("display.max_colwidth", None, "display.max_rows", None, "display.max_columns", None)
@@ -443,6 +535,9 @@ class ReproTable:
         compare: str | None = None,
         mcse: float | None = None,
         full_run_value: float | None = None,
+        authors_value: float | None = None,
+        authors_tolerance: float | None = None,
+        authors_source: Mapping[str, str] | None = None,
     ) -> None:
         """Record one reproduced number or claim.
 
@@ -481,6 +576,14 @@ class ReproTable:
         full_run_value : float, optional
             The value a longer run (e.g. ``EVALKIT_FULL=1``) gave for the same setting. The row
             cannot be "reproduced" unless this value passes the rule too.
+        authors_value : float, optional
+            The same number from the authors' released code or results (the third column).
+        authors_tolerance : float, optional
+            How far ``evalkit_value`` may be from ``authors_value``; defaults to ``tolerance``
+            when that is a number.
+        authors_source : mapping, optional
+            Required with ``authors_value``: ``{"repository": "owner/name", "commit": ...,
+            "file": "path in the repository", "how": "how the number was computed from it"}``.
 
         Raises
         ------
@@ -494,6 +597,7 @@ class ReproTable:
         row = _make_row(
             self.notebook, paper, claim, setting, paper_value, evalkit_value, tolerance, holds, note,
             threshold=threshold, compare=compare, mcse=mcse, full_run_value=full_run_value,
+            authors_value=authors_value, authors_tolerance=authors_tolerance, authors_source=authors_source,
         )
         key = (row["paper"], row["claim"], row["setting"])
         for i, old in enumerate(self._rows):
@@ -514,7 +618,9 @@ class ReproTable:
         """
         data = {column: [row[column] for row in self._rows] for column in COLUMNS}
         frame = pd.DataFrame(data, columns=list(COLUMNS))
-        for column in ("paper_value", "tolerance", "threshold", "compare", "holds", "mcse", "full_run_value"):
+        for column in ("paper_value", "tolerance", "threshold", "compare", "holds", "mcse", "full_run_value",
+                       "authors_value", "authors_tolerance", "authors_source", "authors_verdict",
+                       "authors_vs_paper"):
             frame[column] = pd.Series(data[column], index=frame.index, dtype=object)
         frame["evalkit_value"] = frame["evalkit_value"].astype(float)
         return frame
@@ -531,23 +637,28 @@ class ReproTable:
         -------
         ReproFrame
             ``paper, claim, setting, paper_value, evalkit_value, tolerance, verdict, note``, plus
-            ``mcse`` and ``full_run_value`` when some row has them. Numbers are text with 4
-            significant digits (whole numbers as integers), so the displayed table is stable
-            across platforms; a threshold claim shows as ``"< 0.6"`` in the tolerance column.
-            Every cell is displayed in full.
+            ``mcse`` and ``full_run_value`` when some row has them, and ``authors_value,
+            authors_verdict, authors_vs_paper, authors_source`` when some row has an authors'
+            value. Numbers are text with 4 significant digits (whole numbers as integers), so
+            the displayed table is stable across platforms; a threshold claim shows as
+            ``"< 0.6"`` in the tolerance column. Every cell is displayed in full.
         """
         self.save(directory)
         columns = ["paper", "claim", "setting", "paper_value", "evalkit_value", "tolerance", "verdict", "note"]
         extra = [c for c in ("mcse", "full_run_value") if any(row[c] is not None for row in self._rows)]
-        data: dict[str, list[str]] = {c: [] for c in columns[:6] + extra + columns[6:]}
+        authors = any(row["authors_value"] is not None for row in self._rows)
+        three = ["authors_value", "authors_verdict", "authors_vs_paper", "authors_source"] if authors else []
+        data: dict[str, list[str]] = {c: [] for c in columns[:6] + extra + columns[6:7] + three + columns[7:]}
         for row in self._rows:
             for column in data:
                 if column == "tolerance":
                     data[column].append(_display_tolerance(row))
-                elif column in ("paper_value", "evalkit_value", "mcse", "full_run_value"):
+                elif column in ("paper_value", "evalkit_value", "mcse", "full_run_value", "authors_value"):
                     data[column].append(_format_value(row[column]))
+                elif column == "authors_source":
+                    data[column].append(_format_source(row[column]))
                 else:
-                    data[column].append(row[column])
+                    data[column].append("" if row[column] is None else row[column])
         return ReproFrame(data, columns=list(data))
 
     def save(self, directory: str | os.PathLike[str] | None = None) -> pathlib.Path | None:
@@ -594,6 +705,7 @@ def _read_rows(path: pathlib.Path) -> list[dict[str, Any]]:
         where = f"{path}, row {i}"
         if not isinstance(row, dict):
             raise ValueError(f"{where} is not an object")
+        row = {**{c: None for c in _OPTIONAL}, **row}
         missing = [c for c in COLUMNS if c not in row]
         if missing:
             raise ValueError(f"{where} lacks the columns {missing}; re-run its notebook")
@@ -610,11 +722,13 @@ def _read_rows(path: pathlib.Path) -> list[dict[str, Any]]:
                 fresh = _make_row(path.stem, **{c: row[c] for c in _INPUTS})
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{where} (claim {row.get('claim')!r}): {exc}") from exc
-        if fresh["verdict"] != row["verdict"]:
-            raise ValueError(
-                f"{where} (claim {row['claim']!r}) says {row['verdict']!r}, but its values give "
-                f"{fresh['verdict']!r}; re-run its notebook"
-            )
+        for column in ("verdict", "authors_verdict", "authors_vs_paper"):
+            if row[column] is not None and fresh[column] != row[column]:
+                raise ValueError(
+                    f"{where} (claim {row['claim']!r}) says {'' if column == 'verdict' else column + ' '}"
+                    f"{row[column]!r}, but its values give "
+                    f"{fresh[column]!r}; re-run its notebook"
+                )
         checked.append(fresh)
     return checked
 
@@ -627,12 +741,13 @@ def _totals(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     totals = {"rows": len(rows)}
     for verdict in VERDICTS:
         totals[verdict] = sum(r["verdict"] == verdict for r in rows)
+    totals["with_authors_value"] = sum(r["authors_value"] is not None for r in rows)
     return totals
 
 
 def _markdown(by_notebook: Mapping[str, list[dict[str, Any]]], totals: Mapping[str, int]) -> str:
-    headers = ["paper", "claim", "setting", "paper value", "evalkit value", "tolerance", "MCSE", "full run",
-               "verdict", "note"]
+    headers = ["paper", "claim", "setting", "paper value", "authors' value", "evalkit value", "tolerance", "MCSE",
+               "full run", "verdict (evalkit vs paper)", "evalkit vs authors", "authors vs paper", "note"]
     lines = [
         "# evalkit reproduction report",
         "",
@@ -641,6 +756,9 @@ def _markdown(by_notebook: Mapping[str, list[dict[str, Any]]], totals: Mapping[s
         "each notebook saves with `evalkit.ReproTable`; every verdict is recomputed from the values.",
         "A row is *inconclusive* when its simulated value lies within 2 Monte Carlo standard errors",
         "(MCSE) of the paper's threshold; *full run* is the value of a longer run of the same setting.",
+        "Where the authors released code or results, *authors' value* is their number (its source is",
+        "listed under the table), *evalkit vs authors* compares evalkit with it and *authors vs paper*",
+        "says whether the authors' own code or logs give the paper's number.",
         "",
         f"**Totals: {totals[REPRODUCED]} reproduced, {totals[NOT_REPRODUCED]} not reproduced, "
         f"{totals[INCONCLUSIVE]} inconclusive** "
@@ -654,12 +772,20 @@ def _markdown(by_notebook: Mapping[str, list[dict[str, Any]]], totals: Mapping[s
             continue
         lines.append("| " + " | ".join(headers) + " |")
         lines.append("|" + "---|" * len(headers))
+        sources: list[str] = []
         for row in rows:
-            cells = [row["paper"], row["claim"], row["setting"], row["paper_value"], row["evalkit_value"],
-                     _display_tolerance(row), row["mcse"], row["full_run_value"], row["verdict"], row["note"]]
+            author = _format_value(row["authors_value"])
+            if row["authors_source"]:
+                sources.append(f"{len(sources) + 1}. {_format_source(row['authors_source'])}")
+                author = f"{author} [{len(sources)}]"
+            cells = [row["paper"], row["claim"], row["setting"], row["paper_value"], author, row["evalkit_value"],
+                     _display_tolerance(row), row["mcse"], row["full_run_value"], row["verdict"],
+                     row["authors_verdict"], row["authors_vs_paper"], row["note"]]
             lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
             if row["paper"] not in used:
                 used.append(row["paper"])
+        if sources:
+            lines += ["", "Authors' values:", ""] + sources
     if used:
         lines += ["", "## Papers", ""]
         lines += [f"- **{label}**: {PAPERS[label]}" for label in sorted(used)]
@@ -771,7 +897,9 @@ def repro_report_write(rows_dir: str | os.PathLike[str], out_dir: str | os.PathL
     markdown = _markdown(by_notebook, totals)
     as_json = json.dumps({"totals": totals, "notebooks": list(by_notebook), "rows": rows},
                          indent=2, allow_nan=False) + "\n"
-    as_csv = pd.DataFrame(rows, columns=list(COLUMNS)).to_csv(index=False)
+    flat = [{**row, "authors_source": json.dumps(row["authors_source"]) if row["authors_source"] else None}
+            for row in rows]
+    as_csv = pd.DataFrame(flat, columns=list(COLUMNS)).to_csv(index=False)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except FileExistsError as exc:
