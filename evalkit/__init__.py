@@ -155,6 +155,7 @@ from .missing import (
     sensitivity_tipping_point,
     weights_compute,
 )
+from .missing_propensity import PropensityDiagnostics, propensity_diagnostics
 from .missing_study import STUDY_COLORS, missing_explore, missing_study
 from .montecarlo import mc_coverage_clustered, mc_run, mc_summarise, mc_tolerance
 from .partition import (
@@ -292,6 +293,8 @@ __all__ = [
     "Weights",
     "MissingDetails",
     "propensity_fit",
+    "PropensityDiagnostics",
+    "propensity_diagnostics",
     "weights_compute",
     "ipw_estimate",
     "ipw_compare",

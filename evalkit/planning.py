@@ -244,20 +244,50 @@ def plan_sample_size(delta: float, var: PlanVariance, *, k: int = 1, cluster_siz
     return {"n_questions": float(m * cluster_size), "n_clusters": float(m), "power": achieved(m), "deff": deff}
 
 
-def plan_resample_gain(var: PlanVariance, k: float) -> float:
-    """How many questions one question answered ``k`` times is worth.
+def plan_resample_gain(var: PlanVariance, k: float, *, cluster_size: float | None = None,
+                       cluster_sizes: npt.ArrayLike | None = None) -> float:
+    """How many questions one question answered ``k`` times is worth, the cluster part included.
 
-    The ratio ``per_question(1) / per_question(k)``: answering ``n`` questions ``k`` times each is
-    as precise as ``n * gain`` questions answered once. Its limit for ``k -> inf``,
-    ``1 + var_within / var_between`` (pass ``k=math.inf``), is what scoring with the probability
-    of the right answer (instead of one sampled 0/1 answer) buys.
+    The ratio of the variances of the mean score with one and with ``k`` answers per question,
+    ``deff_1 * per_question(1) / (deff_k * per_question(k))``: answering ``n`` questions ``k`` times
+    each is as precise as ``n * gain`` questions answered once in the same design. Per question the
+    variance is ``per_question(k) + (m_w - 1) * icc * var_total_k1``; resampling shrinks only the
+    within part of ``per_question``, never the cluster part ``icc * var_total_k1`` (the clusters'
+    shared difficulty), so with clusters the gain is smaller and bounded by
+    ``(V_1 + c) / (var_between + c)`` with ``c = (m_w - 1) icc var_total_k1``. Without clusters
+    (``var.icc == 0``) it is ``1 + var_within / var_between`` at ``k = math.inf``, what scoring
+    with the probability of the right answer (instead of one sampled 0/1 answer) buys.
+
+    Paper: [MILLER] (section 3.2, resampling), with the design effect of clustered questions.
+
+    Parameters
+    ----------
+    var : PlanVariance
+    k : int or math.inf
+        Answers per question.
+    cluster_size, cluster_sizes
+        The design's cluster size (equal clusters) or the list of sizes, as in :func:`plan_se`.
+        Required when ``var.icc`` is not 0: the gain then depends on the cluster size.
+
+    Raises
+    ------
+    ValueError
+        ``var.icc != 0`` and no cluster size given; an invalid ``k``.
 
     Examples
     --------
     >>> round(plan_resample_gain(PlanVariance(var_between=0.15, var_within=0.09), 4), 3)
     1.391
+    >>> v = PlanVariance(var_between=0.15, var_within=0.09, icc=0.05)
+    >>> round(plan_resample_gain(v, 4, cluster_size=25), 3)
+    1.147
     """
-    return var.per_question(1) / var.per_question(k)
+    if var.icc != 0 and cluster_size is None and cluster_sizes is None:
+        raise ValueError("var has a cluster ICC: pass cluster_size= (or cluster_sizes=), because resampling does "
+                         "not shrink the cluster part and the gain depends on the cluster size")
+    v1 = _design_effect(0, var.icc_at(1), cluster_sizes, cluster_size) * var.per_question(1)
+    vk = _design_effect(0, var.icc_at(k), cluster_sizes, cluster_size) * var.per_question(k)
+    return v1 / vk
 
 
 def plan_zero_failures(n: float, *, deff: float = 1.0, alpha: float = 0.05) -> dict[str, float]:
