@@ -780,7 +780,7 @@ def _report_ipw(m: str, y: np.ndarray, cl: np.ndarray, X: pd.DataFrame | None, t
     # model checks of the random-intercept propensity (overlap, balance, calibration): a failed check is a note
     checks = propensity_diagnostics(obs.astype(float), fit_r, X, cl, plot=False)
     notes += [f"model {m!r}: propensity check failed: {p}" for p in checks.problems]
-    summary = W.summary()
+    summary: dict[str, Any] = dict(W.summary())
     summary["propensity_checks"] = checks
     return rows, fit_r, summary, notes
 

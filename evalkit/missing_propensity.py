@@ -902,7 +902,8 @@ def propensity_diagnostics(R: npt.ArrayLike, p: npt.ArrayLike | PropensityFit, X
     bad = balance.index[balance["smd_weighted"].abs() > _BALANCE_SMD_MAX].tolist()
     if bad:
         problems.append(f"balance: after weighting {bad} still differ from all items by more than "
-                        f"{_BALANCE_SMD_MAX:g} SD; the propensity model misses them (add the term, or a cluster effect)")
+                        f"{_BALANCE_SMD_MAX:g} SD; the propensity model misses them "
+                        "(add the term, or a cluster effect)")
 
     # calibration
     edges = np.unique(np.quantile(pv, np.linspace(0, 1, int(n_bins) + 1)))
