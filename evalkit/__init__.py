@@ -159,6 +159,7 @@ from .missing import (
     weights_compute,
 )
 from .missing_dr import DRDiagnostics, DREstimate, dr_compare, dr_diagnostics_plot, dr_estimate, dr_folds
+from .missing_propensity import PropensityDiagnostics, propensity_diagnostics
 from .missing_study import STUDY_COLORS, missing_explore, missing_study
 from .montecarlo import mc_coverage_clustered, mc_run, mc_summarise, mc_tolerance
 from .partition import (
@@ -296,6 +297,8 @@ __all__ = [
     "Weights",
     "MissingDetails",
     "propensity_fit",
+    "PropensityDiagnostics",
+    "propensity_diagnostics",
     "weights_compute",
     "ipw_estimate",
     "ipw_compare",

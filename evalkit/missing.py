@@ -54,7 +54,14 @@ from .clustered import (
 )
 from .data import long_validate
 from .errors import DegenerateDataWarning, EvalkitInputError, OverlapWarning
-from .missing_propensity import PropensityFit, PropensityKind, _as_features, _prep, propensity_fit
+from .missing_propensity import (
+    PropensityFit,
+    PropensityKind,
+    _as_features,
+    _prep,
+    propensity_diagnostics,
+    propensity_fit,
+)
 from .missing_sensitivity import sensitivity_delta, sensitivity_plot, sensitivity_tipping_point
 
 __all__ = [
@@ -811,7 +818,12 @@ def _report_ipw(m: str, y: np.ndarray, cl: np.ndarray, X: pd.DataFrame | None, t
         b = ipw_bootstrap(y, cl, features=X, kind="random", method=method, truncate=truncate,
                           n_boot=n_boot, seed=seed, alpha=alpha)
         rows.append(_row(m, "IPW random intercept, cluster bootstrap", b, truncation=W.rule, note=ri_note, **info_r))
-    return rows, fit_r, W.summary(), notes
+    # model checks of the random-intercept propensity (overlap, balance, calibration): a failed check is a note
+    checks = propensity_diagnostics(obs.astype(float), fit_r, X, cl, plot=False)
+    notes += [f"model {m!r}: propensity check failed: {p}" for p in checks.problems]
+    summary: dict[str, Any] = dict(W.summary())
+    summary["propensity_checks"] = checks
+    return rows, fit_r, summary, notes
 
 
 def _report_model(m: str, d: pd.DataFrame, feats: list[str], truncate: Truncation,
@@ -940,7 +952,10 @@ def missing_report(long_df: pd.DataFrame, *, features: Sequence[str] | None = No
     What the report says it cannot do (a warning, a ``note`` on the rows concerned and a sentence
     in ``attrs["missing"].notes``): a cluster with no answered item (IPW then estimates the
     accuracy of the other clusters only; the warning names the clusters), and truncation that cuts
-    more than 5% of the weight mass.
+    more than 5% of the weight mass. The random-intercept propensity of each model is checked before its rows
+    are read (:func:`propensity_diagnostics`: overlap, balance after weighting, calibration); the
+    result is under ``"propensity_checks"`` in that model's weight diagnostics, and each failed check
+    adds a sentence to ``attrs["missing"].notes``.
 
     Paper: [MISSING]. Taught in ``notebooks/02-missing-responses-method.ipynb``.
 

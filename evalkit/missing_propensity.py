@@ -25,7 +25,7 @@ from scipy import optimize, special
 from ._checks import as_labels, check_int, check_same_label_kind, label_kind, warn
 from .errors import EvalkitInputError
 
-__all__ = ["PropensityFit", "PropensityKind", "propensity_fit"]
+__all__ = ["PropensityDiagnostics", "PropensityFit", "PropensityKind", "propensity_diagnostics", "propensity_fit"]
 
 PropensityKind = Literal["logistic", "fixed", "random"]
 
@@ -733,3 +733,234 @@ def propensity_fit(R: npt.ArrayLike, X: npt.ArrayLike | None = None, clusters: n
     if kind == "fixed":
         return _fit_fixed(Rv, Xa, names, codes, uniques)
     return _fit_random(Rv, Xa, names, codes, uniques, method, int(n_quad))
+
+
+# --------------------------------------------------------------------------------------------
+# model checks of a fitted propensity
+# --------------------------------------------------------------------------------------------
+
+_OVERLAP_P_MIN = 0.05  # a respondent with a fitted propensity below this carries a weight above 20
+_BALANCE_SMD_MAX = 0.1  # the usual threshold for a standardised mean difference after weighting
+_CALIB_Z_MAX = 3.0  # a calibration bin more than 3 binomial SEs from its mean propensity
+
+
+@dataclass
+class PropensityDiagnostics:
+    """Model checks of a fitted response propensity, to read before the IPW estimate is believed.
+
+    Attributes
+    ----------
+    overlap : DataFrame
+        One row per response group (``answered``, ``missing``): ``n`` and the quantiles of the
+        fitted propensities (min, 5%, median, 95%, max). Positivity needs the answered items'
+        propensities to stay away from 0: their inverse is the weight.
+    balance : DataFrame
+        One row per feature (and, with clusters, one summary row ``clusters (largest share gap)``):
+        the mean over all items (the target), over the answered items unweighted and weighted by
+        ``1 / p``, and the standardised mean differences ``(mean - target) / sd(all items)`` before
+        and after weighting. If the propensity model is right, the weighted answered items look like
+        all items: ``|smd_weighted|`` small.
+    calibration : DataFrame
+        Items grouped into bins of fitted propensity (quantiles): ``n``, mean fitted propensity,
+        observed response rate, its binomial SE and ``z`` (the gap in SEs).
+    problems : list of str
+        One sentence per failed check (empty when every check passes).
+    figure : matplotlib Figure
+        Three panels: the propensities by response group, balance before/after weighting, and the
+        calibration curve.
+    """
+
+    overlap: pd.DataFrame
+    balance: pd.DataFrame
+    calibration: pd.DataFrame
+    problems: list[str]
+    figure: object = field(repr=False, default=None)
+
+    @property
+    def ok(self) -> bool:
+        """True when no check failed."""
+        return not self.problems
+
+
+def propensity_diagnostics(R: npt.ArrayLike, p: npt.ArrayLike | PropensityFit, X: npt.ArrayLike | None = None,
+                           clusters: npt.ArrayLike | None = None, *, n_bins: int = 10,
+                           plot: bool = True) -> PropensityDiagnostics:
+    """Overlap, covariate balance after weighting and calibration of a fitted response propensity.
+
+    Three checks to run before an inverse-probability-weighted estimate is interpreted:
+
+    * **overlap (positivity)**: the distribution of the fitted propensities among answered and
+      missing items. An answered item with ``p`` near 0 gets a huge weight ``1/p``; missing items
+      with propensities no answered item has are extrapolated. Flagged when an answered item has
+      ``p < 0.05`` (a weight above 20).
+    * **balance**: weighting the answered items by ``1/p`` should reproduce the mean of every
+      feature (and the cluster shares) over all items. Flagged when a weighted standardised mean
+      difference exceeds 0.1 in absolute value. Balance on the features used in the model is a
+      check of the fit, not of the missing-at-random assumption, which no data can check.
+    * **calibration**: within bins of fitted propensity the observed response rate should match the
+      mean propensity. Flagged when a bin is more than 3 binomial SEs off.
+
+    When a check fails: add the feature or the cluster term the balance table points at, use the
+    random-intercept model when cluster shares are off, report the truncated and untruncated rows
+    (overlap), and fall back on the bounds and the sensitivity analysis when nothing repairs it.
+
+    Paper: [MISSING] (weights, positivity); the checks are those of the propensity-score
+    literature (standardised differences after weighting, Austin & Stuart 2015).
+
+    Parameters
+    ----------
+    R : (n,) array of 0/1
+        1 where the item has a gradable answer.
+    p : (n,) array or PropensityFit
+        Fitted propensities of all ``n`` items (``PropensityFit.p``).
+    X : (n, k) array or DataFrame, optional
+        Features to check balance on (usually those of the model).
+    clusters : (n,) labels, optional
+        Cluster labels; adds the largest gap in cluster shares to the balance table.
+    n_bins : int
+        Number of quantile bins of the calibration table (at least 2).
+    plot : bool
+        Draw the figure (``figure`` is None otherwise).
+
+    Returns
+    -------
+    PropensityDiagnostics
+
+    Raises
+    ------
+    ValueError
+        ``R`` not 0/1 or all one value, ``p`` of another length or outside (0, 1], misaligned
+        ``X`` or ``clusters``, ``n_bins < 2``.
+
+    Examples
+    --------
+    >>> import evalkit as ek
+    >>> d = ek.simulate_clustered(n_clusters=20, cluster_size=30, mean=0.6, icc=0.2, rng=1, beta_x=1.0)
+    >>> d = ek.simulate_missing(d, mechanism="mar_cluster", response_rate=0.8, strength=1.5, rng=2)
+    >>> R = d["correct"].notna()
+    >>> fit = ek.propensity_fit(R, d[["x"]], d["cluster"], kind="random")
+    >>> diag = ek.propensity_diagnostics(R, fit, d[["x"]], d["cluster"], plot=False)
+    >>> diag.problems
+    []
+    >>> diag.balance["smd_weighted"].abs().round(2).tolist()
+    [0.0, 0.0]
+    """
+    Rv = _as_response(R)
+    n = Rv.size
+    if Rv.min() == Rv.max():
+        raise ValueError("R has a single value: with every (or no) item answered there is no propensity to check")
+    pv = np.asarray(p.p if isinstance(p, PropensityFit) else p, dtype=float)
+    if pv.shape != (n,):
+        raise ValueError(f"p must hold one fitted propensity per item ({n}), got shape {pv.shape}")
+    if not (np.all(np.isfinite(pv)) and np.all(pv >= 0) and np.all(pv <= 1)):
+        raise ValueError("p must hold probabilities in [0, 1] (no NaN)")
+    if int(n_bins) < 2:
+        raise ValueError(f"n_bins must be at least 2, got {n_bins}")
+    Xa, names = _as_features(X, n, check_constant=False)
+    if Xa.shape[0] != n:
+        raise ValueError(f"X has {Xa.shape[0]} rows but R has {n}")
+    obs = Rv == 1
+    problems: list[str] = []
+
+    # overlap
+    qs = (0.0, 0.05, 0.5, 0.95, 1.0)
+    rows = []
+    for label, mask in (("answered", obs), ("missing", ~obs)):
+        qv = np.quantile(pv[mask], qs)
+        rows.append({"group": label, "n": int(mask.sum()), "min": qv[0], "q05": qv[1], "median": qv[2],
+                     "q95": qv[3], "max": qv[4]})
+    overlap = pd.DataFrame(rows).set_index("group")
+    p_min = float(pv[obs].min())
+    if p_min <= 0:
+        problems.append("overlap: an answered item has a fitted propensity of 0 (an infinite weight)")
+    elif p_min < _OVERLAP_P_MIN:
+        problems.append(f"overlap: {int((pv[obs] < _OVERLAP_P_MIN).sum())} answered item(s) have p < "
+                        f"{_OVERLAP_P_MIN:g} (weights up to {1 / p_min:.0f}); report truncated and untruncated rows")
+    below = float(pv[~obs].min())
+    if below < p_min:
+        share = float(np.mean(pv[~obs] < p_min))
+        if share > 0.05:
+            problems.append(f"overlap: {share:.0%} of the missing items have propensities below every answered "
+                            "item's; their accuracy is extrapolated")
+
+    # balance
+    w = np.where(obs, 1.0 / np.where(pv > 0, pv, np.inf), 0.0)
+    brow = []
+    for j, name in enumerate(names):
+        x = Xa[:, j]
+        sd = float(np.std(x, ddof=1))
+        target = float(x.mean())
+        raw = float(x[obs].mean())
+        wtd = float(np.sum(w * x) / np.sum(w))
+        sd = sd if sd > 0 else float("nan")
+        brow.append({"feature": name, "mean_all": target, "mean_answered": raw, "mean_weighted": wtd,
+                     "smd_raw": (raw - target) / sd, "smd_weighted": (wtd - target) / sd})
+    if clusters is not None:
+        codes, _ = as_labels(clusters, n)
+        share_all = np.bincount(codes) / n
+        share_raw = np.bincount(codes[obs], minlength=share_all.size) / obs.sum()
+        share_w = np.bincount(codes, weights=w, minlength=share_all.size) / w.sum()
+        sd_c = np.sqrt(share_all * (1 - share_all))
+        sd_c = np.where(sd_c > 0, sd_c, np.nan)
+        g_raw = np.nanargmax(np.abs(share_raw - share_all) / sd_c)
+        g_w = np.nanargmax(np.abs(share_w - share_all) / sd_c)
+        brow.append({"feature": "clusters (largest share gap)", "mean_all": float("nan"),
+                     "mean_answered": float("nan"), "mean_weighted": float("nan"),
+                     "smd_raw": float(np.abs(share_raw - share_all)[g_raw] / sd_c[g_raw]),
+                     "smd_weighted": float(np.abs(share_w - share_all)[g_w] / sd_c[g_w])})
+    balance = pd.DataFrame(brow, columns=["feature", "mean_all", "mean_answered", "mean_weighted", "smd_raw",
+                                          "smd_weighted"]).set_index("feature")
+    bad = balance.index[balance["smd_weighted"].abs() > _BALANCE_SMD_MAX].tolist()
+    if bad:
+        problems.append(f"balance: after weighting {bad} still differ from all items by more than "
+                        f"{_BALANCE_SMD_MAX:g} SD; the propensity model misses them "
+                        "(add the term, or a cluster effect)")
+
+    # calibration
+    edges = np.unique(np.quantile(pv, np.linspace(0, 1, int(n_bins) + 1)))
+    b = np.clip(np.searchsorted(edges, pv, side="right") - 1, 0, max(edges.size - 2, 0))
+    crow = []
+    for k in np.unique(b):
+        m = b == k
+        pm, rate, nk = float(pv[m].mean()), float(Rv[m].mean()), int(m.sum())
+        se = math.sqrt(max(pm * (1 - pm), 1e-12) / nk)
+        crow.append({"bin": int(k), "n": nk, "p_mean": pm, "response_rate": rate, "se": se, "z": (rate - pm) / se})
+    calibration = pd.DataFrame(crow).set_index("bin")
+    off = calibration.index[calibration["z"].abs() > _CALIB_Z_MAX].tolist()
+    if off:
+        problems.append(f"calibration: {len(off)} of {len(calibration)} propensity bins are more than "
+                        f"{_CALIB_Z_MAX:g} SEs from their observed response rate; the model's form is wrong "
+                        "(a missing term, a link that does not fit)")
+
+    fig = _diagnostics_figure(pv, obs, balance, calibration) if plot else None
+    return PropensityDiagnostics(overlap, balance, calibration, problems, fig)
+
+
+def _diagnostics_figure(p: np.ndarray, obs: np.ndarray, balance: pd.DataFrame, calibration: pd.DataFrame) -> object:
+    from matplotlib.figure import Figure
+
+    from .plots import plot_color
+
+    fig = Figure(figsize=(12, 3.8), layout="constrained")
+    a1, a2, a3 = fig.subplots(1, 3)
+    bins = np.linspace(0, 1, 26)
+    a1.hist(p[obs], bins=bins, alpha=0.6, color=plot_color("CR1"), label=f"answered ({int(obs.sum())})", density=True)
+    a1.hist(p[~obs], bins=bins, alpha=0.6, color=plot_color("iid"), label=f"missing ({int((~obs).sum())})",
+            density=True)
+    a1.axvline(_OVERLAP_P_MIN, color=plot_color("neutral"), ls=":", lw=1)
+    a1.set(xlabel="fitted propensity p", ylabel="density", title="overlap")
+    a1.legend(frameon=True, fontsize=9)
+    y = np.arange(len(balance))
+    a2.scatter(balance["smd_raw"].abs(), y, color=plot_color("cc"), label="answered, unweighted", zorder=3)
+    a2.scatter(balance["smd_weighted"].abs(), y, color=plot_color("ipw_ri"), marker="s",
+               label="answered, weighted 1/p", zorder=3)
+    a2.axvline(_BALANCE_SMD_MAX, color=plot_color("neutral"), ls=":", lw=1)
+    a2.set_yticks(y, [str(i) for i in balance.index], fontsize=9)
+    a2.set(xlabel="|standardised mean difference|", title="balance")
+    a2.legend(frameon=True, fontsize=9)
+    a3.plot([0, 1], [0, 1], color=plot_color("neutral"), ls=":", lw=1)
+    a3.errorbar(calibration["p_mean"], calibration["response_rate"], yerr=2 * calibration["se"], fmt="o",
+                color=plot_color("ipw_ri"))
+    a3.set(xlabel="mean fitted propensity (bin)", ylabel="observed response rate", title="calibration (±2 SE)",
+           xlim=(0, 1.02), ylim=(0, 1.05))
+    return fig

@@ -259,20 +259,50 @@ def plan_sample_size(delta: float, var: PlanVariance, *, k: int = 1, cluster_siz
     return {"n_questions": float(m * cluster_size), "n_clusters": float(m), "power": achieved(m), "deff": deff}
 
 
-def plan_resample_gain(var: PlanVariance, k: float) -> float:
-    """How many questions one question answered ``k`` times is worth.
+def plan_resample_gain(var: PlanVariance, k: float, *, cluster_size: float | None = None,
+                       cluster_sizes: npt.ArrayLike | None = None) -> float:
+    """How many questions one question answered ``k`` times is worth, the cluster part included.
 
-    The ratio ``per_question(1) / per_question(k)``: answering ``n`` questions ``k`` times each is
-    as precise as ``n * gain`` questions answered once. Its limit for ``k -> inf``,
-    ``1 + var_within / var_between`` (pass ``k=math.inf``), is what scoring with the probability
-    of the right answer (instead of one sampled 0/1 answer) buys.
+    The ratio of the variances of the mean score with one and with ``k`` answers per question,
+    ``deff_1 * per_question(1) / (deff_k * per_question(k))``: answering ``n`` questions ``k`` times
+    each is as precise as ``n * gain`` questions answered once in the same design. Per question the
+    variance is ``per_question(k) + (m_w - 1) * icc * var_total_k1``; resampling shrinks only the
+    within part of ``per_question``, never the cluster part ``icc * var_total_k1`` (the clusters'
+    shared difficulty), so with clusters the gain is smaller and bounded by
+    ``(V_1 + c) / (var_between + c)`` with ``c = (m_w - 1) icc var_total_k1``. Without clusters
+    (``var.icc == 0``) it is ``1 + var_within / var_between`` at ``k = math.inf``, what scoring
+    with the probability of the right answer (instead of one sampled 0/1 answer) buys.
+
+    Paper: [MILLER] (section 3.2, resampling), with the design effect of clustered questions.
+
+    Parameters
+    ----------
+    var : PlanVariance
+    k : int or math.inf
+        Answers per question.
+    cluster_size, cluster_sizes
+        The design's cluster size (equal clusters) or the list of sizes, as in :func:`plan_se`.
+        Required when ``var.icc`` is not 0: the gain then depends on the cluster size.
+
+    Raises
+    ------
+    ValueError
+        ``var.icc != 0`` and no cluster size given; an invalid ``k``.
 
     Examples
     --------
     >>> round(plan_resample_gain(PlanVariance(var_between=0.15, var_within=0.09), 4), 3)
     1.391
+    >>> v = PlanVariance(var_between=0.15, var_within=0.09, icc=0.05)
+    >>> round(plan_resample_gain(v, 4, cluster_size=25), 3)
+    1.147
     """
-    return var.per_question(1) / var.per_question(k)
+    if var.icc != 0 and cluster_size is None and cluster_sizes is None:
+        raise ValueError("var has a cluster ICC: pass cluster_size= (or cluster_sizes=), because resampling does "
+                         "not shrink the cluster part and the gain depends on the cluster size")
+    v1 = _design_effect(0, var.icc_at(1), cluster_sizes, cluster_size) * var.per_question(1)
+    vk = _design_effect(0, var.icc_at(k), cluster_sizes, cluster_size) * var.per_question(k)
+    return v1 / vk
 
 
 def plan_zero_failures(n: float, *, deff: float = 1.0, alpha: float = 0.05) -> dict[str, float]:
@@ -418,13 +448,16 @@ def plan_variance(long_df: pd.DataFrame, models: str | Sequence[str] | None = No
 
 def plan_power_plot(*, delta: float = 0.03, var_between: float = 0.15, var_within: float = 0.08, icc: float = 0.05,
                     cluster_size: int = 20, k: int = 1, power: float = 0.8, alpha: float = 0.05,
-                    n_max: int = 20000, ax: Any = None) -> Any:
+                    n_max: int | None = None, ax: Any = None) -> Any:
     """Power against the number of questions, with and without clustering, one vs ``k`` answers.
 
     The pure function behind notebook 01's widget: four curves (unclustered/clustered x 1/``k``
     answers per question) for a paired comparison with the given variance components, the
     target ``power`` as a line, and the number of questions each design needs in the legend.
-    Closed forms only, so one redraw takes milliseconds.
+    Closed forms only, so one redraw takes milliseconds. ``icc`` is the ICC of a question answered
+    once (the ICC of a ``k``-answer average is larger: :meth:`PlanVariance.icc_at`). The x-axis runs to
+    ``n_max`` questions, by default twice the largest number any of the four designs needs, so that
+    every curve reaches the target.
 
     Returns
     -------
@@ -437,7 +470,10 @@ def plan_power_plot(*, delta: float = 0.03, var_between: float = 0.15, var_withi
     if ax is None:
         ax = Figure(figsize=(8, 4.5)).subplots()
     var = PlanVariance(var_between=var_between, var_within=var_within, icc=icc)
-    ns = np.unique(np.geomspace(max(2 * cluster_size, 20), n_max, 120).astype(int))
+    needs = {(kk, m): plan_sample_size(delta, var, k=kk, cluster_size=m, alpha=alpha, power=power)["n_questions"]
+             for kk in (1, k) for m in (None, cluster_size)}
+    n_hi = float(n_max) if n_max is not None else 2.0 * max(needs.values())
+    ns = np.unique(np.geomspace(max(2 * cluster_size, 20), max(n_hi, 4.0 * cluster_size), 160).astype(int))
     designs = [("1 answer, no clusters", 1, None, PALETTE["iid"], "--"),
                ("1 answer, clusters", 1, cluster_size, PALETTE["iid"], "-"),
                (f"{k} answers, no clusters", k, None, PALETTE["cluster"], "--"),
@@ -447,13 +483,13 @@ def plan_power_plot(*, delta: float = 0.03, var_between: float = 0.15, var_withi
             continue  # identical to the 1-answer curves
         pw = [plan_power(delta, plan_se(var, n, k=kk, cluster_size=m),
                          df=(n / m - 1) if m else math.inf, alpha=alpha) for n in ns]
-        need = plan_sample_size(delta, var, k=kk, cluster_size=m, alpha=alpha, power=power)["n_questions"]
+        need = needs[(kk, m)]
         ax.plot(ns, pw, ls=style, color=colour, lw=2, label=f"{label}: n = {need:,.0f}")
     ax.axhline(power, color=PALETTE["truth"], lw=1, ls=":")
     ax.set_xscale("log")
     ax.set_ylim(0, 1)
     ax.set_xlabel("number of questions (log scale)")
     ax.set_ylabel(f"power to detect {100 * delta:.1f} points")
-    ax.set_title(f"Paired comparison, ICC {icc:.2f}, clusters of {cluster_size}")
-    ax.legend(loc="lower right", fontsize=9)
+    ax.set_title(f"Paired comparison, ICC of one answer {icc:.2f}, clusters of {cluster_size}")
+    ax.legend(loc="upper left", fontsize=9, frameon=True, framealpha=0.95)
     return ax

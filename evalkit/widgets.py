@@ -46,28 +46,46 @@ def widget_slider(value: float, lo: float, hi: float, step: float, description: 
     import ipywidgets as w
 
     style = {"description_width": "initial"}
+    # room for the label *and* a usable track: with a fixed width a long label leaves no track at all
+    layout = w.Layout(width=f"{max(320, 8 * len(description) + 260)}px")
     if all(isinstance(v, int) for v in (value, lo, hi, step)):
         return w.IntSlider(value=value, min=lo, max=hi, step=step, description=description,
-                           continuous_update=False, style=style)
+                           continuous_update=False, style=style, layout=layout)
     return w.FloatSlider(value=value, min=lo, max=hi, step=step, description=description,
-                         continuous_update=False, style=style, readout_format=".3g")
+                         continuous_update=False, style=style, readout_format=".3g", layout=layout)
 
 
-def widget_choice(options: Sequence[Any], value: Any, description: str) -> Any:
-    """A drop-down menu.
+CHOICE_LABELS: dict[str, str] = {
+    "mcar": "missing completely at random (MCAR)",
+    "mar": "missing at random given the feature x (MAR)",
+    "mar_cluster": "missing at random given the cluster",
+    "mnar": "not at random: wrong answers go missing (MNAR)",
+    "mnar_item": "not at random, item level (MNAR)",
+}
+"""Readable labels shown in drop-downs for the code names of :data:`evalkit.MECHANISMS`."""
+
+
+def widget_choice(options: Sequence[Any], value: Any, description: str,
+                  labels: dict[Any, str] | None = None) -> Any:
+    """A drop-down menu that shows readable labels and returns the code value.
+
+    ``labels`` maps values to the text shown (default: :data:`CHOICE_LABELS`, then the value itself).
 
     Examples
     --------
-    >>> widget_choice(["mcar", "mnar"], "mnar", "mechanism").value
-    'mnar'
+    >>> menu = widget_choice(["mcar", "mar_cluster"], "mar_cluster", "mechanism")
+    >>> menu.value, menu.label
+    ('mar_cluster', 'missing at random given the cluster')
     """
     import ipywidgets as w
 
-    return w.Dropdown(options=list(options), value=value, description=description,
+    names = {**CHOICE_LABELS, **(labels or {})}
+    return w.Dropdown(options=[(str(names.get(o, o)), o) for o in options], value=value, description=description,
                       style={"description_width": "initial"})
 
 
-def widget_live(f: Callable[..., Any], *, prompts: Sequence[str] = (), **controls: Any) -> Any:
+def widget_live(f: Callable[..., Any], *, prompts: Sequence[str] = (), static_first: bool = False,
+                **controls: Any) -> Any:
     """Wire ipywidgets ``controls`` to ``f`` and return the assembled widget.
 
     Parameters
@@ -77,6 +95,11 @@ def widget_live(f: Callable[..., Any], *, prompts: Sequence[str] = (), **control
         figure (``plt.show()``) or print.
     prompts : sequence of str
         "What to look for" questions shown above the controls.
+    static_first : bool
+        Draw the default figure into the cell's own output (so that a notebook read without a
+        kernel shows it) and remove it at the first move of a control, when the live output area
+        takes over: no stale copy of the defaults stays next to the live widget, and the notebook
+        needs no separate call of ``f``. False: ``f`` draws into the output area only.
     **controls
         ``name=widget`` pairs; the names are ``f``'s keyword arguments.
 
@@ -104,13 +127,43 @@ def widget_live(f: Callable[..., Any], *, prompts: Sequence[str] = (), **control
     if not controls:
         raise EvalkitInputError(
             "controls", "give at least one control, e.g. icc=widget_slider(0.1, 0, 0.5, 0.05, 'ICC')")
-    out = w.interactive_output(f, controls)
+    if static_first:
+        out = _live_output_replacing_static(f, controls)
+    else:
+        out = w.interactive_output(f, controls)
     box = w.HBox(list(controls.values()), layout=w.Layout(flex_flow="row wrap"))
     parts: list[Any] = []
     if prompts:
         items = "".join(f"<li>{html.escape(p)}</li>" for p in prompts)
         parts.append(w.HTML(f"<b>What to look for</b><ul>{items}</ul>"))
     return w.VBox([*parts, box, out])
+
+
+def _live_output_replacing_static(f: Callable[..., Any], controls: dict[str, Any]) -> Any:
+    """An output area for ``f`` whose first drawing goes to the cell output and is erased at the first change."""
+    import ipywidgets as w
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+
+    out = w.Output()
+    with capture_output() as cap:
+        f(**{name: c.value for name, c in controls.items()})
+    handles = [display(o.data, raw=True, metadata=o.metadata, display_id=True) for o in cap.outputs]
+    if cap.stdout:
+        handles.append(display({"text/plain": cap.stdout}, raw=True, display_id=True))
+
+    def redraw(_change: Any = None) -> None:
+        with out:
+            out.clear_output(wait=True)
+            f(**{name: c.value for name, c in controls.items()})
+        while handles:
+            h = handles.pop()
+            if h is not None:
+                h.update({"text/plain": ""}, raw=True)
+
+    for c in controls.values():
+        c.observe(redraw, names="value")
+    return out
 
 
 def _limits_check(values: dict[str, float], limits: dict[str, tuple[float, float, float]], see: str) -> None:
@@ -244,13 +297,14 @@ def widget_coverage(**defaults: Any) -> Any:
     >>> with contextlib.redirect_stdout(io.StringIO()):  # outside a kernel the output area prints codes
     ...     box = widget_coverage(n_clusters=4, cluster_size=5)
     >>> [c.description for c in box.children[1].children]
-    ['ICC', 'clusters', 'items per cluster', 'share of the largest cluster (dominant design)']
+    ['ICC', 'clusters', 'items per cluster', "largest cluster's share (dominant design)"]
     >>> plt.close("all")
     """
     v = {"icc": 0.1, "n_clusters": 10, "cluster_size": 20, "dominant_share": 0.5, **defaults}
     lim = COVERAGE_WIDGET_LIMITS
     return widget_live(
         lambda **kw: widget_coverage_redraw(**kw),
+        static_first=True,
         prompts=[
             "Balanced sizes: at how few clusters does CR1 with t(M-1) still cover 95%?",
             "Skewed and dominant sizes: does adding clusters fix CR1? Watch the effective number of clusters "
@@ -261,7 +315,7 @@ def widget_coverage(**defaults: Any) -> Any:
         icc=_limits_slider(v, lim, "icc", "ICC"),
         n_clusters=_limits_slider(v, lim, "n_clusters", "clusters", as_int=True),
         cluster_size=_limits_slider(v, lim, "cluster_size", "items per cluster", as_int=True),
-        dominant_share=_limits_slider(v, lim, "dominant_share", "share of the largest cluster (dominant design)"),
+        dominant_share=_limits_slider(v, lim, "dominant_share", "largest cluster's share (dominant design)"),
     )
 
 

@@ -91,6 +91,10 @@ def lab_url() -> Iterator[str]:
     news = home / "lab-settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     news.parent.mkdir(parents=True)
     news.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    # Never save: Run All would otherwise autosave the executed notebook over the committed one.
+    docs = home / "lab-settings" / "@jupyterlab" / "docmanager-extension" / "plugin.jupyterlab-settings"
+    docs.parent.mkdir(parents=True)
+    docs.write_text(json.dumps({"autosave": False}))
     port = _free_port()
     cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
            f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={TOKEN}",
@@ -240,6 +244,7 @@ def test_every_widget_control_redraws_in_browser(notebook: pathlib.Path, lab_url
     page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
     timings: list[dict[str, Any]] = []
     problems: list[str] = []
+    committed = notebook.read_bytes()
     try:
         # A workspace of its own, reset: JupyterLab would otherwise reopen the notebooks of earlier tests.
         page.goto(f"{lab_url}/lab/workspaces/evalkit-{notebook.stem}/tree/{notebook.name}?reset&token={TOKEN}",
@@ -297,6 +302,7 @@ def test_every_widget_control_redraws_in_browser(notebook: pathlib.Path, lab_url
         page.screenshot(path=str(SHOTS / f"{notebook.stem}-page.png"))
         context.close()
         _shutdown_kernels(lab_url)
+    assert notebook.read_bytes() == committed, f"{notebook.name} was modified on disk by the browser session"
     assert timings, f"{notebook.name}: no control could be moved"
     assert not problems, f"{notebook.name}:\n" + "\n".join(problems)
     widget_errors = [e for e in console_errors if "widget" in e.lower()]

@@ -17,6 +17,7 @@ import pytest
 import statsmodels.api as sm
 from scipy import integrate, optimize, special, stats
 
+import evalkit as ek
 from evalkit import EvalkitWarning
 from evalkit.clustered import mean_estimate, paired_estimate
 from evalkit.missing import (
@@ -742,3 +743,30 @@ def test_study_failure_of_one_estimator_fails_only_its_row() -> None:
     assert (rest["error"] == "").all() and rest["estimate"].notna().all()
     cc = rest[rest["estimator"] == "CC CR1"]["estimate"]
     assert cc.nunique() == 3                              # each replication's own data, never a stale estimate
+
+
+def test_propensity_diagnostics_pass_for_the_true_model_and_fail_for_a_wrong_one() -> None:
+    """Balance/calibration hold for the right propensity and flag one that ignores the feature."""
+    d = ek.simulate_clustered(n_clusters=40, cluster_size=40, mean=0.6, icc=0.1, rng=5, beta_x=1.0)
+    d = ek.simulate_missing(d, mechanism="mar", response_rate=0.7, strength=2.0, rng=6)
+    R = d["correct"].notna().to_numpy()
+    fit = ek.propensity_fit(R, d[["x"]], kind="logistic")
+    good = ek.propensity_diagnostics(R, fit, d[["x"]], d["cluster"], plot=False)
+    assert abs(good.balance.loc["x", "smd_raw"]) > 0.1  # missingness depends on x ...
+    assert abs(good.balance.loc["x", "smd_weighted"]) < 0.05  # ... and the weights repair it
+    assert not [q for q in good.problems if q.startswith(("balance", "calibration"))]
+    assert good.overlap.loc["answered", "n"] == R.sum()
+    assert good.calibration["n"].sum() == R.size
+    wrong = ek.propensity_diagnostics(R, np.full(R.size, R.mean()), d[["x"]], plot=False)
+    assert any(q.startswith("balance") for q in wrong.problems)
+    # an over-confident propensity (log-odds doubled) ranks items right but is miscalibrated
+    over = 1 / (1 + np.exp(-2 * np.log(fit.p / (1 - fit.p))))
+    assert any(q.startswith("calibration") for q in ek.propensity_diagnostics(R, over, plot=False).problems)
+    tiny = np.where(R, 0.01, 0.5)
+    assert any(q.startswith("overlap") for q in ek.propensity_diagnostics(R, tiny, plot=False).problems)
+    diag = ek.propensity_diagnostics(R, fit, d[["x"]])
+    assert len(diag.figure.axes) == 3
+    with pytest.raises(ValueError, match="one fitted propensity"):
+        ek.propensity_diagnostics(R, fit.p[:-1])
+    with pytest.raises(ValueError, match="n_bins"):
+        ek.propensity_diagnostics(R, fit, n_bins=1)

@@ -110,8 +110,10 @@ def test_pairing_and_resampling_reduce_the_variance() -> None:
     unpaired = ek.plan_variance(pool, ["A", "B"], paired=False)
     assert paired.per_question(1) < unpaired.per_question(1)
     assert paired.per_question(4) < paired.per_question(1)
-    gain = ek.plan_resample_gain(paired, 4)
-    assert gain == pytest.approx(paired.per_question(1) / paired.per_question(4))
+    gain = ek.plan_resample_gain(paired, 4, cluster_size=50)
+    se1, se4 = ek.plan_se(paired, 10_000, cluster_size=50), ek.plan_se(paired, 10_000, k=4, cluster_size=50)
+    assert gain == pytest.approx(se1**2 / se4**2)
+    assert 1 < gain < paired.per_question(1) / paired.per_question(4)  # the cluster part does not shrink
     # The estimated components add up: the variance of one answer per question equals the total
     # estimated directly from first answers only.
     first = ek.plan_variance(pool[pool["epoch"] == 1], ["A", "B"])
@@ -191,3 +193,33 @@ def test_power_plot_draws_four_designs() -> None:
     assert len(labels) == 4 and all("n = " in lab for lab in labels)
     one = ek.plan_power_plot(k=1)
     assert len([ln for ln in one.get_lines() if not ln.get_label().startswith("_")]) == 2
+
+
+def test_resample_gain_includes_the_cluster_part() -> None:
+    """Known truth by simulation: the variance ratio of the mean with 1 vs K answers per question in a
+    clustered design (a shared cluster effect that resampling cannot average away)."""
+    rng = np.random.default_rng(2024)
+    n_clusters, m, k, reps = 40, 25, 4, 3000
+    c, b_item, w = 0.012, 0.138, 0.09  # cluster variance, item variance within clusters, answer noise
+    var = ek.PlanVariance(var_between=c + b_item, var_within=w, icc=c / (c + b_item + w))
+    means = np.empty((reps, 2))
+    for r in range(reps):
+        u = rng.normal(0, math.sqrt(c), n_clusters)[:, None]
+        e = rng.normal(0, math.sqrt(b_item), (n_clusters, m))
+        noise = rng.normal(0, math.sqrt(w), (n_clusters, m, k))
+        means[r, 0] = float(np.mean(u + e + noise[..., 0]))
+        means[r, 1] = float(np.mean(u + e + noise.mean(axis=2)))
+    empirical = means[:, 0].var(ddof=1) / means[:, 1].var(ddof=1)
+    # log of a ratio of two sample variances from the same replications: SE below sqrt(4 / (reps - 1))
+    tol = 4 * math.sqrt(4 / (reps - 1))
+    gain = ek.plan_resample_gain(var, k, cluster_size=m)
+    assert math.log(empirical) == pytest.approx(math.log(gain), abs=tol)
+    ignored = var.per_question(1) / var.per_question(k)  # the gain without the cluster part
+    assert abs(math.log(empirical) - math.log(ignored)) > tol
+    # the limit k -> inf is bounded by the cluster part, and the clusters must be given
+    cpart = (m - 1) * var.icc * var.var_total_k1
+    assert ek.plan_resample_gain(var, math.inf, cluster_size=m) == pytest.approx(
+        (var.per_question(1) + cpart) / (var.var_between + cpart))
+    with pytest.raises(ValueError, match="cluster_size"):
+        ek.plan_resample_gain(var, k)
+    assert ek.plan_resample_gain(var, k, cluster_sizes=[m] * n_clusters) == pytest.approx(gain)

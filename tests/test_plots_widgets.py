@@ -185,3 +185,33 @@ def test_coverage_widget_refuses_settings_it_does_not_offer():
     sliders = {c.description: c for c in box.children[1].children}
     assert sliders["clusters"].max == ek.COVERAGE_WIDGET_LIMITS["n_clusters"][1]
     assert "What to look for" in box.children[0].value
+
+
+def test_widget_controls_are_usable_and_readable():
+    """A long label leaves the slider a track; drop-downs show readable labels and return code values."""
+    slider = ek.widget_slider(0.5, 0.2, 0.8, 0.05, "largest cluster's share (dominant design)")
+    width = int(slider.layout.width.removesuffix("px"))
+    assert width >= 8 * len(slider.description) + 200  # label plus at least 200 px of track
+    menu = ek.widget_choice(list(ek.MECHANISMS), "mar_cluster", "mechanism")
+    assert menu.value == "mar_cluster"
+    assert all(label != value for label, value in menu.options)  # no code name shown as its own label
+    assert ek.widget_choice(["a", "b"], "b", "pick", labels={"a": "first"}).options == (("first", "a"), ("b", "b"))
+
+
+def test_static_first_draws_once_and_redraws_live_on_change():
+    import contextlib
+    import io
+
+    calls = []
+    with contextlib.redirect_stdout(io.StringIO()):
+        box = ek.widget_live(lambda n: calls.append(n), static_first=True, n=ek.widget_slider(3, 1, 5, 1, "n"))
+        box.children[0].children[0].value = 4
+    assert calls == [3, 4]
+
+
+@pytest.mark.parametrize("delta, icc, cluster_size", [(0.005, 0.05, 20), (0.03, 0.3, 200)])
+def test_power_plot_x_axis_reaches_every_design(delta, icc, cluster_size):
+    """Every curve reaches the target power inside the x-axis, whatever the setting."""
+    ax = ek.plan_power_plot(delta=delta, icc=icc, cluster_size=cluster_size, k=4)
+    needs = [float(t.get_text().split("n = ")[1].replace(",", "")) for t in ax.get_legend().get_texts()]
+    assert max(line.get_xdata().max() for line in ax.get_lines() if len(line.get_xdata()) > 2) >= max(needs)
