@@ -123,14 +123,17 @@ from .harmony import (
     harmony_validate,
 )
 from .irt import (
+    IRTDimensionality,
     IRTFit,
     IRTRankComparison,
     IRTStandardErrors,
     irt_fit,
     irt_fit_lbfgs,
     irt_flag_uninformative,
+    irt_dimensionality,
     irt_group_easiness,
     irt_information,
+    irt_item_fit,
     irt_objective,
     irt_rank_compare,
     irt_se,
@@ -310,6 +313,7 @@ __all__ = [
     "sensitivity_plot",
     # item response theory
     "IRTFit",
+    "IRTDimensionality",
     "IRTStandardErrors",
     "IRTRankComparison",
     "irt_fit",
@@ -320,6 +324,8 @@ __all__ = [
     "irt_flag_uninformative",
     "irt_rank_compare",
     "irt_group_easiness",
+    "irt_item_fit",
+    "irt_dimensionality",
     # Bradley-Terry
     "BTFit",
     "bt_fit",
