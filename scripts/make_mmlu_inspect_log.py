@@ -4,8 +4,8 @@ Lesson 09 reads a report of realistic size: the 12,032 MMLU-Pro questions answer
 the leaderboard's models, imported through the same Inspect reader a user's own log would go
 through. The logs carry no item text: a sample has the question id, the metadata fields
 ``category`` (14) and ``src`` (the 91 original source datasets), and one ``choice`` score whose
-value is ``C`` (right), ``I`` (wrong) or ``N`` with reason ``invalid_response_format`` (no
-answer letter extracted). Questions absent from a model's output file are left out of its log,
+value is ``C`` (right) or ``I`` (wrong) with the extracted answer letter, or ``N`` with reason
+``invalid_response_format`` (no answer letter extracted). Questions absent from a model's output file are left out of its log,
 as a run that never reached them would be.
 
 Usage::
@@ -38,12 +38,12 @@ def write_logs(out: str | pathlib.Path, models: tuple[str, ...] | list[str] = DE
     for model in models:
         rows = long[(long["model"] == model) & (long["status"] != "not_run")]
         samples = []
-        for item, category, src, correct, status in zip(rows["item"], rows["category"], rows["src"],
-                                                        rows["correct"], rows["status"], strict=True):
+        for item, category, src, correct, status, pred in zip(rows["item"], rows["category"], rows["src"],
+                                                              rows["correct"], rows["status"], rows["pred"], strict=True):
             if status == "parse_failure":
                 score = {"value": "N", "reason": "invalid_response_format"}
-            else:
-                score = {"value": "C" if correct == 1 else "I"}
+            else:   # the extracted answer letter, as Inspect's choice() scorer records it
+                score = {"value": "C" if correct == 1 else "I", "answer": str(pred)}
             samples.append({"id": str(item), "epoch": 1, "metadata": {"category": str(category), "src": str(src)},
                             "scores": {"choice": score}})
         log = {"version": 2, "status": "success",
