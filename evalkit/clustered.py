@@ -389,7 +389,7 @@ def clusters_effective(clusters: npt.ArrayLike, *, weights: npt.ArrayLike | None
 
     Examples
     --------
-    The case of issue 7: seven clusters, one of them holding 1,692 of 1,698 items.
+    Seven clusters, one of them holding 1,692 of 1,698 items.
 
     >>> clusters = np.repeat(np.arange(7), [1692, 1, 1, 1, 1, 1, 1])
     >>> round(clusters_effective(clusters), 4)

@@ -295,7 +295,7 @@ _SPECS: tuple[DatasetSpec, ...] = (
     ),
 )
 
-# ECC's local text embeddings (issue 10): numbers computed by this project from the item texts of
+# ECC's local text embeddings: numbers computed by this project from the item texts of
 # three datasets; the files live in the repository's data/embeddings/ (see its README).
 _SPECS += (
     DatasetSpec(

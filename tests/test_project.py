@@ -107,7 +107,7 @@ def test_pytest_runs_every_notebook_through_nbval() -> None:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_is_committed_executed_top_to_bottom(path: pathlib.Path) -> None:
     assert re.fullmatch(r"\d\d(\.\d)?-[a-z0-9]+(-[a-z0-9]+)*\.ipynb", path.name), (
-        f"{path.name}: name notebooks NN-title-in-lowercase.ipynb"
+        f"{path.name}: name notebooks NN-title-in-lowercase.ipynb, or NN.M-title.ipynb for part M of lesson NN"
     )
     nb = json.loads(path.read_text(encoding="utf-8"))
     code = [cell for cell in nb["cells"] if cell["cell_type"] == "code" and "".join(cell["source"]).strip()]
