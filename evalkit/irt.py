@@ -1618,7 +1618,8 @@ def irt_item_fit(fit: IRTFit, Y: Matrix, *, n_groups: int | None = None) -> pd.D
         q_in = np.sqrt(np.maximum((C - W**2).sum(axis=0), 0.0)) / sw
         ratio = np.where(obs, R2 / np.where(obs, W, 1.0), 0.0)
         outfit = ratio.sum(axis=0) / n
-        q_out = np.sqrt(np.maximum(np.where(obs, C / np.where(obs, W, 1.0) ** 2, 0.0).sum(axis=0) / n**2 - 1.0 / n, 0.0))
+        c_over_w2 = np.where(obs, C / np.where(obs, W, 1.0) ** 2, 0.0).sum(axis=0)
+        q_out = np.sqrt(np.maximum(c_over_w2 / n**2 - 1.0 / n, 0.0))
         z_in = (np.cbrt(infit) - 1.0) * (3.0 / q_in) + q_in / 3.0
         z_out = (np.cbrt(outfit) - 1.0) * (3.0 / q_out) + q_out / 3.0
     fitted = np.flatnonzero(np.isfinite(fit.theta))
@@ -1629,11 +1630,11 @@ def irt_item_fit(fit: IRTFit, Y: Matrix, *, n_groups: int | None = None) -> pd.D
     chi2 = np.zeros(Ym.shape[1])
     for rows_g in np.array_split(order, g):
         o = obs[rows_g]
-        O = np.where(o, np.nan_to_num(Ym[rows_g]), 0.0).sum(axis=0)
-        E = np.where(o, P[rows_g], 0.0).sum(axis=0)
-        V = W[rows_g].sum(axis=0)
+        observed_g = np.where(o, np.nan_to_num(Ym[rows_g]), 0.0).sum(axis=0)
+        expected_g = np.where(o, P[rows_g], 0.0).sum(axis=0)
+        var_g = W[rows_g].sum(axis=0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            chi2 += np.where(V > 0, (O - E) ** 2 / V, 0.0)
+            chi2 += np.where(var_g > 0, (observed_g - expected_g) ** 2 / var_g, 0.0)
     p_group = stats.chi2.sf(chi2, g - 2)
     bad = ~np.isfinite(fit.a) | (n == 0)
     out = pd.DataFrame({"n_obs": n.astype(int), "infit": infit, "outfit": outfit, "infit_z": z_in, "outfit_z": z_out,
@@ -1652,8 +1653,8 @@ def _residual_svd(Ym: np.ndarray, P: np.ndarray, theta: np.ndarray, rows: np.nda
     # the item's logistic regression), but a ridge does not, and the shrinkage it leaves behind
     # would otherwise show up as a spurious first component along the fitted ability itself.
     th = theta[rows]
-    O = obs.astype(float)
-    n, s1, s2 = O.sum(0), th @ O, (th**2) @ O
+    mask = obs.astype(float)
+    n, s1, s2 = mask.sum(0), th @ mask, (th**2) @ mask
     r0, r1 = R.sum(0), th @ R
     det = n * s2 - s1**2
     with np.errstate(divide="ignore", invalid="ignore"):

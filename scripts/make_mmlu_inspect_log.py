@@ -5,8 +5,8 @@ the leaderboard's models, imported through the same Inspect reader a user's own 
 through. The logs carry no item text: a sample has the question id, the metadata fields
 ``category`` (14) and ``src`` (the 91 original source datasets), and one ``choice`` score whose
 value is ``C`` (right) or ``I`` (wrong) with the extracted answer letter, or ``N`` with reason
-``invalid_response_format`` (no answer letter extracted). Questions absent from a model's output file are left out of its log,
-as a run that never reached them would be.
+``invalid_response_format`` (no answer letter extracted). Questions absent from a model's output
+file are left out of its log, as a run that never reached them would be.
 
 Usage::
 
@@ -38,8 +38,8 @@ def write_logs(out: str | pathlib.Path, models: tuple[str, ...] | list[str] = DE
     for model in models:
         rows = long[(long["model"] == model) & (long["status"] != "not_run")]
         samples = []
-        for item, category, src, correct, status, pred in zip(rows["item"], rows["category"], rows["src"],
-                                                              rows["correct"], rows["status"], rows["pred"], strict=True):
+        columns = [rows[c] for c in ("item", "category", "src", "correct", "status", "pred")]
+        for item, category, src, correct, status, pred in zip(*columns, strict=True):
             if status == "parse_failure":
                 score = {"value": "N", "reason": "invalid_response_format"}
             else:   # the extracted answer letter, as Inspect's choice() scorer records it
