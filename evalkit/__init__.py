@@ -126,14 +126,17 @@ from .harmony import (
     harmony_validate,
 )
 from .irt import (
+    IRTDimensionality,
     IRTFit,
     IRTRankComparison,
     IRTStandardErrors,
+    irt_dimensionality,
     irt_fit,
     irt_fit_lbfgs,
     irt_flag_uninformative,
     irt_group_easiness,
     irt_information,
+    irt_item_fit,
     irt_objective,
     irt_rank_compare,
     irt_se,
@@ -323,6 +326,7 @@ __all__ = [
     "sensitivity_plot",
     # item response theory
     "IRTFit",
+    "IRTDimensionality",
     "IRTStandardErrors",
     "IRTRankComparison",
     "irt_fit",
@@ -333,6 +337,8 @@ __all__ = [
     "irt_flag_uninformative",
     "irt_rank_compare",
     "irt_group_easiness",
+    "irt_item_fit",
+    "irt_dimensionality",
     # Bradley-Terry
     "BTFit",
     "bt_fit",

@@ -1545,3 +1545,236 @@ def irt_group_easiness(fit: IRTFit, clusters: npt.ArrayLike) -> pd.DataFrame:
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * z))
+
+
+# --------------------------------------------------------------------------------------------
+# model checks: item fit and residual dimensionality (kept apart from the fitting internals)
+# --------------------------------------------------------------------------------------------
+
+import warnings  # noqa: E402  (this block is kept apart from the fitting internals above)
+
+from .errors import EvalkitInputError  # noqa: E402
+
+__all__ += ["IRTDimensionality", "irt_item_fit", "irt_dimensionality"]
+
+
+@dataclass(frozen=True)
+class IRTDimensionality:
+    """Residual-dimensionality check of a unidimensional 2PL fit ([CBMM]).
+
+    Attributes
+    ----------
+    share : (n_components,) float array
+        Share of the residual sum of squares carried by each of the leading principal components
+        of the residual matrix ``y - p`` (observed entries; unobserved ones are 0).
+    null_share : (n_sim, n_components) float array
+        The same shares for matrices simulated from the fitted model (same observed entries) and
+        refitted with the same settings: what a truly unidimensional 2PL gives.
+    p_value : float
+        Parametric-bootstrap p-value of the first share, ``(1 + #{null >= observed}) / (n_sim + 1)``.
+    item_loadings : (n_items,) float array
+        The first residual component's loading of each item (unit length over fitted items,
+        ``NaN`` for excluded items; its sign is arbitrary).
+    model_scores : (n_models,) float array
+        The first residual component's score of each model (``NaN`` for excluded models).
+    """
+
+    share: FloatArray
+    null_share: FloatArray
+    p_value: float
+    item_loadings: FloatArray
+    model_scores: FloatArray
+
+    @property
+    def ratio(self) -> float:
+        """Observed first share divided by the mean of its null distribution (1 = as expected)."""
+        return float(self.share[0] / np.mean(self.null_share[:, 0]))
+
+
+def _fitted_probabilities(fit: IRTFit, shape: tuple[int, int]) -> np.ndarray:
+    if fit.theta.shape != (shape[0],) or fit.a.shape != (shape[1],):
+        raise EvalkitInputError(
+            "Y", f"has shape {shape}, but the fit has {fit.theta.size} models and {fit.a.size} items"
+        )
+    return _sigmoid((np.outer(fit.theta, fit.a) + fit.b) / fit.sigma)
+
+
+def irt_item_fit(fit: IRTFit, Y: Matrix, *, n_groups: int | None = None) -> pd.DataFrame:
+    """Item fit of a 2PL fit: infit and outfit mean squares and a grouped chi-square ([CBMM]).
+
+    With ``p_ij`` the fitted probability and ``w_ij = p_ij (1 - p_ij)`` over the models that
+    answered item ``j``: outfit ``= mean_i (y_ij - p_ij)^2 / w_ij`` (sensitive to surprising
+    answers far from an item's difficulty) and infit ``= sum_i (y_ij - p_ij)^2 / sum_i w_ij``
+    (information-weighted). Both have expectation 1 when the model holds. Each is standardised
+    by the Wilson-Hilferty cube-root transform with its model-based variance (Wright and Masters,
+    *Rating Scale Analysis*, 1982): ``z = (MSQ^(1/3) - 1) (3 / q) + q / 3``, roughly N(0, 1)
+    under the model. ``z > 2`` marks an item noisier than the model allows (under-fit, e.g. an
+    item that depends on a second ability); ``z < -2`` one more deterministic than it
+    (over-fit). The variances ignore that the parameters were estimated, which pulls the
+    mean squares slightly below 1; with few models per item read the share of flagged items
+    against the same statistic on data simulated from the fit, not against 5%.
+
+    Mean squares cannot see a misfit that the fit absorbs by flattening the curve (an item whose
+    success is not monotone in ability gets ``a`` near 0 and a mean square near 1). The grouped
+    statistic can: the fitted models are split by ability into ``n_groups`` groups of about equal
+    size, and per item ``X2 = sum_g (O_g - E_g)^2 / V_g`` compares the observed successes ``O_g`` of
+    each group with their expectation ``E_g = sum p`` and variance ``V_g = sum p (1 - p)`` (in the
+    spirit of Yen's Q1), referred to a chi-square with ``n_groups - 2`` degrees of freedom (two
+    item parameters estimated; an approximation, since the groups use estimated abilities).
+
+    Parameters
+    ----------
+    fit : IRTFit
+        A fit of ``Y``.
+    Y : (n_models, n_items) array or EvalMatrix
+        The data the fit was made on (``NaN`` = unobserved).
+    n_groups : int, optional
+        Ability groups of the grouped statistic (at least 3); default ``min(10, max(3, n // 10))``
+        for ``n`` fitted models.
+
+    Returns
+    -------
+    DataFrame
+        One row per item: ``n_obs``, ``infit``, ``outfit``, ``infit_z``, ``outfit_z``, ``group_chi2``,
+        ``group_p`` (``NaN`` for items the fit excluded).
+
+    Raises
+    ------
+    EvalkitInputError
+        ``Y`` and ``fit`` have different shapes, or ``n_groups`` is below 3 or above the number of
+        fitted models.
+    """
+    Ym = np.asarray(_as_matrix(Y), dtype=float)
+    P = _fitted_probabilities(fit, Ym.shape)
+    obs = ~np.isnan(Ym) & np.isfinite(P)
+    W = np.where(obs, P * (1.0 - P), 0.0)
+    R2 = np.where(obs, (np.nan_to_num(Ym) - P) ** 2, 0.0)
+    # E (y - p)^4 for a Bernoulli(p)
+    C = np.where(obs, W * ((1.0 - P) ** 3 + P**3), 0.0)
+    n = obs.sum(axis=0).astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sw = W.sum(axis=0)
+        infit = R2.sum(axis=0) / sw
+        q_in = np.sqrt(np.maximum((C - W**2).sum(axis=0), 0.0)) / sw
+        ratio = np.where(obs, R2 / np.where(obs, W, 1.0), 0.0)
+        outfit = ratio.sum(axis=0) / n
+        c_over_w2 = np.where(obs, C / np.where(obs, W, 1.0) ** 2, 0.0).sum(axis=0)
+        q_out = np.sqrt(np.maximum(c_over_w2 / n**2 - 1.0 / n, 0.0))
+        z_in = (np.cbrt(infit) - 1.0) * (3.0 / q_in) + q_in / 3.0
+        z_out = (np.cbrt(outfit) - 1.0) * (3.0 / q_out) + q_out / 3.0
+    fitted = np.flatnonzero(np.isfinite(fit.theta))
+    g = min(10, max(3, fitted.size // 10)) if n_groups is None else int(n_groups)
+    if not 3 <= g <= fitted.size:
+        raise EvalkitInputError("n_groups", f"must be between 3 and the {fitted.size} fitted models, got {g}")
+    order = fitted[np.argsort(fit.theta[fitted], kind="stable")]
+    chi2 = np.zeros(Ym.shape[1])
+    for rows_g in np.array_split(order, g):
+        o = obs[rows_g]
+        observed_g = np.where(o, np.nan_to_num(Ym[rows_g]), 0.0).sum(axis=0)
+        expected_g = np.where(o, P[rows_g], 0.0).sum(axis=0)
+        var_g = W[rows_g].sum(axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            chi2 += np.where(var_g > 0, (observed_g - expected_g) ** 2 / var_g, 0.0)
+    p_group = stats.chi2.sf(chi2, g - 2)
+    bad = ~np.isfinite(fit.a) | (n == 0)
+    out = pd.DataFrame({"n_obs": n.astype(int), "infit": infit, "outfit": outfit, "infit_z": z_in, "outfit_z": z_out,
+                        "group_chi2": chi2, "group_p": p_group})
+    out.loc[bad, ["infit", "outfit", "infit_z", "outfit_z", "group_chi2", "group_p"]] = np.nan
+    return out
+
+
+def _residual_svd(Ym: np.ndarray, P: np.ndarray, theta: np.ndarray, rows: np.ndarray, cols: np.ndarray,
+                  n_components: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    sub_y, sub_p = Ym[np.ix_(rows, cols)], P[np.ix_(rows, cols)]
+    obs = ~np.isnan(sub_y)
+    R = np.where(obs, np.nan_to_num(sub_y) - sub_p, 0.0)
+    # Remove from each item's residuals their least-squares fit on (1, theta) over the models that
+    # answered it: maximum likelihood sets exactly these two sums to zero (the score equations of
+    # the item's logistic regression), but a ridge does not, and the shrinkage it leaves behind
+    # would otherwise show up as a spurious first component along the fitted ability itself.
+    th = theta[rows]
+    mask = obs.astype(float)
+    n, s1, s2 = mask.sum(0), th @ mask, (th**2) @ mask
+    r0, r1 = R.sum(0), th @ R
+    det = n * s2 - s1**2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c1 = np.where(det > 1e-12, (n * r1 - s1 * r0) / det, 0.0)
+        c0 = np.where(n > 0, (r0 - c1 * s1) / np.maximum(n, 1), 0.0)
+    R = np.where(obs, R - c0 - np.outer(th, c1), 0.0)
+    U, s, Vt = np.linalg.svd(R, full_matrices=False)
+    share = s**2 / np.sum(s**2)
+    return share[:n_components], U[:, 0] * s[0], Vt[0]
+
+
+def irt_dimensionality(fit: IRTFit, Y: Matrix, *, n_sim: int = 19, n_components: int = 3,
+                       seed: int | np.random.Generator | None = None) -> IRTDimensionality:
+    """Is one ability enough? A parametric-bootstrap check of the residuals of a 2PL fit ([CBMM]).
+
+    If the unidimensional model holds, the residuals ``y - p`` of the fitted entries are
+    independent noise and no direction dominates them. If a second ability matters (some items
+    favour models strong in, say, mathematics, others models strong in law), the first
+    principal component of the residual matrix carries more than its share. The null
+    distribution of that share is simulated: ``n_sim`` matrices are drawn from the fitted
+    probabilities on the same observed entries, refitted with the fit's ``sigma``, ``ridge``
+    and ``tol``, and their residuals decomposed the same way. Raw residuals are used rather than
+    standardised ones, which would be dominated by the few near-deterministic items. Before the
+    decomposition each item's residuals are made orthogonal to ``(1, theta)`` over the models that
+    answered it, as maximum likelihood makes them: a ridge shrinks the item parameters and would
+    otherwise leave a spurious component along the fitted ability.
+
+    Parameters
+    ----------
+    fit : IRTFit
+        A cBMM fit of ``Y`` (:func:`irt_fit`).
+    Y : (n_models, n_items) array or EvalMatrix
+        The data the fit was made on.
+    n_sim : int
+        Simulated matrices for the null distribution (default 19, the smallest number that can
+        give a p-value of 0.05).
+    n_components : int
+        Leading components whose shares are reported (default 3).
+    seed : int, Generator or None
+        Seed of the simulation.
+
+    Returns
+    -------
+    IRTDimensionality
+
+    Raises
+    ------
+    EvalkitInputError
+        Shapes disagree, ``n_sim < 1`` or ``n_components < 1``, or fewer than two fitted models.
+    """
+    if int(n_sim) < 1:
+        raise EvalkitInputError("n_sim", f"must be at least 1, got {n_sim}")
+    if int(n_components) < 1:
+        raise EvalkitInputError("n_components", f"must be at least 1, got {n_components}")
+    Ym = np.asarray(_as_matrix(Y), dtype=float)
+    P = _fitted_probabilities(fit, Ym.shape)
+    rows = np.flatnonzero(np.isfinite(fit.theta))
+    cols = np.flatnonzero(np.isfinite(fit.a) & np.isfinite(fit.b))
+    if rows.size < 2 or cols.size < 2:
+        raise EvalkitInputError("fit", "needs at least two fitted models and two fitted items")
+    k = min(int(n_components), rows.size)
+    share, scores, loadings = _residual_svd(Ym, P, fit.theta, rows, cols, k)
+    rng = np.random.default_rng(seed)
+    observed = ~np.isnan(Ym[np.ix_(rows, cols)])
+    P_sub = P[np.ix_(rows, cols)]
+    ridge = float(fit.extra.get("ridge", 0.0))
+    null = np.empty((int(n_sim), k))
+    for r in range(int(n_sim)):
+        Ys = np.where(observed, (rng.random(P_sub.shape) < P_sub).astype(float), np.nan)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # quasi-separated simulated items, as in the data
+            fs = irt_fit(Ys, sigma=fit.sigma, ridge=ridge, tol=fit.tol)
+        Ps = _fitted_probabilities(fs, Ys.shape)
+        r_rows = np.flatnonzero(np.isfinite(fs.theta))
+        r_cols = np.flatnonzero(np.isfinite(fs.a) & np.isfinite(fs.b))
+        null[r] = _residual_svd(Ys, Ps, fs.theta, r_rows, r_cols, k)[0]
+    p_value = float((1 + np.sum(null[:, 0] >= share[0])) / (int(n_sim) + 1))
+    item_loadings = np.full(Ym.shape[1], np.nan)
+    item_loadings[cols] = loadings
+    model_scores = np.full(Ym.shape[0], np.nan)
+    model_scores[rows] = scores
+    return IRTDimensionality(share=share, null_share=null, p_value=p_value,
+                             item_loadings=item_loadings, model_scores=model_scores)

@@ -390,3 +390,123 @@ def test_quasi_separated_data_report_no_convergence():
 def test_docstring_examples_run():
     result = doctest.testmod(evalkit.irt, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+# --------------------------------------------------------------------------------------------
+# model checks: irt_item_fit and irt_dimensionality
+# --------------------------------------------------------------------------------------------
+
+
+def _true_fit(fit: IRTFit, truth: dict) -> IRTFit:
+    """The fit object with the true parameters put in (the statistics' exact null)."""
+    import dataclasses
+
+    return dataclasses.replace(fit, theta=np.asarray(truth["theta"], float), a=np.asarray(truth["a"], float),
+                               b=np.asarray(truth["b"], float))
+
+
+def test_item_fit_mean_squares_have_expectation_one_at_the_true_parameters(sim, fit):
+    """Intent: at the true parameters infit and outfit average 1 and their z values are ~N(0, 1).
+
+    Tolerances are 4 Monte Carlo SEs of the mean over the 800 items (items are independent given
+    the parameters)."""
+    from evalkit.irt import irt_item_fit
+
+    Y, truth = sim
+    tab = irt_item_fit(_true_fit(fit, truth), Y)
+    assert len(tab) == Y.shape[1] and (tab["n_obs"] == (~np.isnan(Y)).sum(axis=0)).all()
+    for col in ("infit", "outfit"):
+        x = tab[col].to_numpy()
+        assert abs(x.mean() - 1.0) < 4 * x.std(ddof=1) / np.sqrt(x.size), col
+    for col in ("infit_z", "outfit_z"):
+        z = tab[col].to_numpy()
+        assert abs(z.mean()) < 4 / np.sqrt(z.size), col
+        # the SD of a sample SD of n normals has SE about 1 / sqrt(2 n)
+        assert abs(z.std(ddof=1) - 1.0) < 4 / np.sqrt(2 * z.size), col
+
+
+def test_item_fit_matches_its_definition_on_one_item(sim, fit):
+    from evalkit.irt import irt_item_fit
+
+    Y, _ = sim
+    tab = irt_item_fit(fit, Y)
+    j = 3
+    obs = ~np.isnan(Y[:, j])
+    p = 1 / (1 + np.exp(-(fit.theta * fit.a[j] + fit.b[j]) / fit.sigma))[obs]
+    y = Y[obs, j]
+    w = p * (1 - p)
+    assert np.isclose(tab.loc[j, "outfit"], np.mean((y - p) ** 2 / w))
+    assert np.isclose(tab.loc[j, "infit"], np.sum((y - p) ** 2) / np.sum(w))
+
+
+def test_item_fit_flags_items_the_2pl_cannot_describe():
+    """Intent: items whose success is high at both ends of ability and low in the middle (no
+    2PL curve can do that) are flagged by the grouped statistic, ordinary items rarely; the mean
+    squares cannot see it, because the fit flattens such an item (a near 0) and a flat curve has
+    mean square about 1 whatever the data."""
+    from evalkit.irt import irt_item_fit
+
+    Y, truth = simulate_2pl(300, 400, rng=11, missing=0.05)
+    rng = np.random.default_rng(12)
+    bad = np.arange(40)
+    p_bad = np.where(np.abs(truth["theta"]) > 0.8, 0.9, 0.15)
+    Y[:, bad] = (rng.random((300, bad.size)) < p_bad[:, None]).astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EvalkitWarning)
+        f = irt_fit(Y)
+    tab = irt_item_fit(f, Y)
+    flagged_bad = (tab.loc[bad, "group_p"] < 0.01).mean()
+    flagged_good = (tab.loc[40:, "group_p"] < 0.01).mean()
+    # nominal 1% for good items; 5% leaves room for the approximate degrees of freedom
+    assert flagged_bad > 0.8 and flagged_good < 0.05
+    assert abs(tab.loc[bad, "outfit"].mean() - 1) < 0.1   # what the mean squares miss
+
+
+def _two_dimensional(n_models: int, n_items: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Half the items depend on one ability, half on an independent second one."""
+    rng = np.random.default_rng(seed)
+    theta = rng.standard_normal((n_models, 2))
+    group = np.arange(n_items) % 2
+    a = np.exp(rng.normal(0, 0.3, n_items))
+    b = rng.normal(0, 1, n_items)
+    x = theta[:, group] * a + b
+    return (rng.random(x.shape) < 1 / (1 + np.exp(-x))).astype(float), group
+
+
+def test_dimensionality_detects_a_second_ability_and_finds_its_items():
+    from evalkit.irt import irt_dimensionality
+
+    Y, group = _two_dimensional(120, 300, seed=5)
+    f = irt_fit(Y)
+    d = irt_dimensionality(f, Y, n_sim=19, seed=6)
+    assert d.p_value == pytest.approx(1 / 20) and d.ratio > 1.5
+    keep = np.isfinite(d.item_loadings)
+    assert abs(_corr(d.item_loadings[keep], group[keep].astype(float))) > 0.8
+
+
+def test_dimensionality_share_is_inside_its_null_distribution_under_the_2pl():
+    """Intent: on data from a unidimensional 2PL the observed first share lies within 4 SDs of
+    the simulated null (the SD is estimated from the 19 null draws)."""
+    from evalkit.irt import irt_dimensionality
+
+    Y, _ = simulate_2pl(120, 300, rng=7, missing=0.1)
+    f = irt_fit(Y)
+    d = irt_dimensionality(f, Y, n_sim=19, seed=8)
+    null = d.null_share[:, 0]
+    assert abs(d.share[0] - null.mean()) < 4 * null.std(ddof=1)
+    assert d.share.shape == (3,) and np.all(np.diff(d.share) <= 0)
+
+
+def test_model_checks_reject_bad_input(sim, fit):
+    from evalkit.errors import EvalkitInputError
+    from evalkit.irt import irt_dimensionality, irt_item_fit
+
+    Y, _ = sim
+    with pytest.raises(EvalkitInputError):
+        irt_item_fit(fit, Y[:, :10])
+    with pytest.raises(EvalkitInputError):
+        irt_item_fit(fit, Y, n_groups=2)
+    with pytest.raises(EvalkitInputError):
+        irt_dimensionality(fit, Y, n_sim=0)
+    with pytest.raises(EvalkitInputError):
+        irt_dimensionality(fit, Y, n_components=0)
