@@ -1551,9 +1551,6 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
 # model checks: item fit and residual dimensionality (kept apart from the fitting internals)
 # --------------------------------------------------------------------------------------------
 
-import warnings  # noqa: E402  (this block is kept apart from the fitting internals above)
-
-from .errors import EvalkitInputError  # noqa: E402
 
 __all__ += ["IRTDimensionality", "irt_item_fit", "irt_dimensionality"]
 
