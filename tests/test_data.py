@@ -31,7 +31,7 @@ def test_round_trip_keeps_outcomes_and_reasons():
     merged = back.merge(small_long(), on=["model", "item"], suffixes=("", "_orig"))
     assert (merged["status"] == merged["status_orig"]).all()
     assert np.allclose(merged["correct"], merged["correct_orig"], equal_nan=True)
-    assert list(m.status_counts().loc["b"]) == [1, 0, 0, 0, 1, 1]
+    assert list(m.status_counts().loc["b"]) == [1, 0, 0, 0, 1, 1, 0]  # ... grading_failure
 
 
 def test_select_reorders_and_subsets():
@@ -73,11 +73,11 @@ def _matrix_parts():
     return Y, status, np.array(["m1", "m2"]), np.array(["a", "b", "c"]), np.array(["x", "x", "y"])
 
 
-@pytest.mark.parametrize("code", [6, -1, 100])
+@pytest.mark.parametrize("code", [len(STATUSES), -1, 100])
 def test_matrix_rejects_unknown_status_codes(code):
     Y, status, models, items, clusters = _matrix_parts()
     status[1, 2] = code
-    with pytest.raises(ValueError, match=r"codes outside 0\.\.5"):
+    with pytest.raises(ValueError, match=rf"codes outside 0\.\.{len(STATUSES) - 1}"):
         EvalMatrix(Y, status, models, items, clusters)
 
 
