@@ -551,8 +551,8 @@ def ecc_fit(pairs: pd.DataFrame, embeddings: pd.DataFrame, *, K: int = 30, lam: 
         raise EvalkitInputError("scaling", f"scaling must be one of {SCALINGS}, got {scaling!r}")
     if max_iter is not None:
         max_iter = check_int(max_iter, "max_iter", minimum=1)
-    check_positive(tol_kl, "tol_kl")
-    check_positive(tol_centre, "tol_centre")
+    check_positive(tol_kl, "tol_kl", allow_zero=True)  # 0: stop by ELBO patience only (the source's rule)
+    check_positive(tol_centre, "tol_centre", allow_zero=True)
     check_seed(seed)
     if not (math.isfinite(T) and T > 0):
         raise EvalkitInputError("T", f"T must be a positive temperature, got {T!r}")
