@@ -943,9 +943,10 @@ def missing_report(long_df: pd.DataFrame, *, features: Sequence[str] | None = No
     propensity, and, when ``features`` are given, the doubly robust estimate (logistic outcome and
     propensity models on the features, cross-fitted on five folds of whole clusters, CR1 and CR2;
     :func:`evalkit.missing_dr.dr_estimate`). Each row carries its SE, ``1 - alpha`` interval and the
-    empirical design effect ``V_cluster / V_iid`` of that estimator; the model-level ICC of the
-    observed outcomes (ANOVA), the size-weighted cluster size ``m = sum n_g^2 / n``, the design
-    effect ``1 + (m - 1) rho``, the effective n, the response rate, the latent ICC of *missingness* implied by the
+    empirical design effect
+    ``V_cluster / V_iid`` of that estimator; the model-level ICC of the observed outcomes (ANOVA),
+    the size-weighted cluster size ``m = sum n_g^2 / n``, the design effect ``1 + (m - 1) rho``,
+    the effective n, the response rate, the latent ICC of *missingness* implied by the
     random-intercept propensity, the weight diagnostics, the truncation rule and a ``note`` saying
     what a row cannot do are columns too.
 
