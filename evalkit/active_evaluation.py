@@ -471,8 +471,9 @@ def active_loo(Y: npt.ArrayLike, *, budget: float, methods: Sequence[str] = ("un
     methods : sequence of str
         Names of :data:`evalkit.ACTIVE_METHODS`, each optionally with a named setting of
         :data:`evalkit.ACTIVE_SETTINGS` after ``@`` (``"faq@faithful"``: the source's variance
-        and interval with evalkit's hyper-parameters; ``"faq@authors"``); a name without a setting
-        runs with ``params``, ``variance`` and ``interval``.
+        and interval with ``params``, so the same draws and estimates as ``"faq"``;
+        ``"faq@authors"``: also the source's hyper-parameters); a name without a setting runs with
+        ``params``, ``variance`` and ``interval``.
     ranks : sequence of int
         One rank (fixed) or several (chosen by held-out log loss in every fold).
     weight_decay : float
@@ -506,8 +507,10 @@ def active_loo(Y: npt.ArrayLike, *, budget: float, methods: Sequence[str] = ("un
         name, _, setting = label.partition("@")
         if setting and setting not in ACTIVE_SETTINGS:
             raise ValueError(f"unknown setting {setting!r} in {label!r}; choose among {sorted(ACTIVE_SETTINGS)}")
-        runs[label] = ({"method": name, "params": prm, "variance": variance, "interval": interval} if not setting
-                       else {"method": name, **ACTIVE_SETTINGS[setting]})
+        run = {"method": name, "params": prm, "variance": variance, "interval": interval}
+        if setting:  # the setting's variance and interval; its hyper-parameters only for "authors"
+            run.update({k: v for k, v in ACTIVE_SETTINGS[setting].items() if k != "params" or setting == "authors"})
+        runs[label] = run
     seqs = np.random.SeedSequence(seed).spawn(arr.shape[0])
     rec: dict[str, list[tuple[float, float, np.ndarray, np.ndarray, np.ndarray]]] = {m: [] for m in methods}
     chosen = []

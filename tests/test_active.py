@@ -445,3 +445,17 @@ def test_default_interval_covers_where_wald_does_not_at_a_small_budget():
         cov[name] = (per_model.mean(), per_model.std(ddof=1) / np.sqrt(per_model.size))
     assert cov["default"][0] >= 0.95 - 2 * cov["default"][1]
     assert cov["faithful"][0] < 0.95 - 2 * cov["faithful"][1]
+
+
+def test_loo_faithful_rows_share_the_estimates_and_differ_in_the_interval():
+    """Intent: "faq@faithful" is "faq" with the source's variance and Wald interval: same ESS, other coverage/width."""
+    from evalkit.active_evaluation import active_loo
+
+    rng = np.random.default_rng(3)
+    Y = (rng.random((12, 80)) < rng.uniform(0.2, 0.8, (12, 1))).astype(float)
+    tab = active_loo(Y, budget=0.25, ranks=(1,), methods=("faq", "faq@faithful"), n_trials=2, seed=1,
+                     params=ActiveParams(tau=0.3)).set_index("method")
+    assert tab.loc["faq", "ess"] == pytest.approx(tab.loc["faq@faithful", "ess"])
+    assert tab.loc["faq", "width"] != pytest.approx(tab.loc["faq@faithful", "width"])
+    with pytest.raises(ValueError, match="unknown setting"):
+        active_loo(Y, budget=0.25, ranks=(1,), methods=("faq@magic",), n_trials=1)
