@@ -210,6 +210,46 @@ def part_speed(seed: int, test_models: int, rank: int, max_iter: int) -> tuple[p
     return table, {"n_items": N, "rank": fac.rank, "seconds_data": t_data, "seconds_refit": t_fit, **sp}
 
 
+def part_interleave(seed: int, n_rounds: int = 3, n_models: int = 64) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Today's step (1 thread) and the old step in alternation, CPU seconds of each round.
+
+    A synthetic rank-32 factor model at MMLU-Pro's size (12,032 items; the cost of a step does not
+    depend on the factors' values), FAQ at 5% on ``n_models`` rows. Alternating the two in one
+    process exposes both to the same load, round after round; the median ratio is the figure.
+    """
+    from evalkit.active import ActiveFactors
+
+    rng = np.random.default_rng(seed)
+    N, k = 12032, 32
+    V = rng.normal(0, 0.3, (N, k))
+    U = rng.normal(0, 1, (200, k))
+    fac = ActiveFactors(V=V, b=rng.normal(0, 1, N), U=U, prior_mean=U.mean(0),
+                        prior_cov=np.cov(U.T) + 1e-6 * np.eye(k), rank=k, weight_decay=1.0, objective=0.0,
+                        converged=True)
+    Z = (rng.random((n_models, N)) < 0.6).astype(float)
+    budget = int(round(0.05 * N))
+    rows = []
+    threads, _active._THREADS = _active._THREADS, 1
+    try:
+        for r in range(n_rounds):
+            c0 = time.process_time()
+            new = active_run(Z, fac, budget, method="faq", params=ActiveParams(), seed=seed)
+            c_new = time.process_time() - c0
+            c0 = time.process_time()
+            old = faq_run_baseline(Z, fac, budget, ActiveParams(), seed)
+            c_old = time.process_time() - c0
+            same = bool(np.array_equal(new.estimate[:, 0], old[0]) and np.array_equal(new.se[:, 0], old[1]))
+            rows.append({"round": r, "cpu_seconds_today_1_thread": c_new, "cpu_seconds_baseline": c_old,
+                         "ratio_baseline_over_today": c_old / c_new, "bit_identical": same,
+                         "load_1min": os.getloadavg()[0]})
+            _log(f"round {r}: today {c_new:.1f} s CPU, baseline {c_old:.1f} s CPU")
+    finally:
+        _active._THREADS = threads
+    table = pd.DataFrame(rows)
+    return table, {"n_models": n_models, "n_items": N, "budget": budget,
+                   "median_ratio_baseline_over_today": float(table["ratio_baseline_over_today"].median())}
+
+
 def part_ablation(quick: bool, seed: int) -> tuple[pd.DataFrame, dict[str, Any]]:
     n_items = 2000 if quick else None
     n_test = 100 if quick else 200
@@ -256,7 +296,7 @@ def part_loo(seed: int, datasets: tuple[str, ...] = LOO_DATASETS) -> tuple[pd.Da
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="reduced sizes (a few minutes)")
-    ap.add_argument("--part", choices=("mmlu", "speed", "ablation", "loo"), default="mmlu")
+    ap.add_argument("--part", choices=("mmlu", "speed", "interleave", "ablation", "loo"), default="mmlu")
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--large-models", type=int, default=100, help="test models at 12.5%% and 25%% (0: skip)")
     ap.add_argument("--test-models", type=int, default=1111, help="test models at 5%% (all: 1111)")
@@ -269,6 +309,8 @@ def main() -> None:
         table, extra = part_mmlu(args.quick, args.seed, args.large_models, args.test_models, args.rank)
     elif args.part == "speed":
         table, extra = part_speed(args.seed, args.test_models, args.rank, args.max_iter)
+    elif args.part == "interleave":
+        table, extra = part_interleave(args.seed)
     elif args.part == "ablation":
         table, extra = part_ablation(args.quick, args.seed)
     else:

@@ -320,3 +320,20 @@ def test_make_all_notebook_runner_polls_and_writes_html(tmp_path: pathlib.Path) 
     assert seen == ["get_msg_polling", "get_msg_polling"]
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 / 0")]), folder / "bad.ipynb")
     assert runner.main(["--output-dir", str(out), str(folder / "bad.ipynb")]) == 1
+
+
+LINK = re.compile(r"\]\(([^)\s#]+\.(?:ipynb|md|py|json))(?:#[^)]*)?\)")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_every_relative_link_of_a_notebook_exists(path: pathlib.Path) -> None:
+    """A cross-reference to another lesson, a doc or a file points at a file that exists."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    broken = []
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "markdown":
+            continue
+        for target in LINK.findall("".join(cell["source"])):
+            if "://" not in target and not (path.parent / target).exists():
+                broken.append(f"cell {i}: {target}")
+    assert not broken, f"{path.name} links to files that do not exist: {broken}"
