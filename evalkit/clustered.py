@@ -13,7 +13,7 @@ Paper: [MISSING] (Handling Missing Responses under Cluster Dependence), the "Var
 standard errors for linear regression with multi-stage samples", Survey Methodology 28(2);
 Pustejovsky and Tipton (2018), "Small-sample methods for cluster-robust variance estimation and
 hypothesis testing in fixed effects models", JBES 36(4); Carter, Schnepel and Steigerwald (2017),
-REStat 99(4). Notebook ``00-why-the-average-lies`` teaches this module.
+REStat 99(4). Notebook ``00.1-why-the-average-lies`` teaches this module.
 """
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ def interval_wilson(p: float, n_eff: float, *, df: float = math.inf, alpha: floa
     >>> round(lo, 3), hi
     (0.886, 1.0)
 
-    Notebook: ``00-why-the-average-lies``.
+    Notebook: ``00.1-why-the-average-lies``.
     """
     check_alpha(alpha)
     p = check_range(p, "p", 0.0, 1.0)
@@ -420,7 +420,7 @@ def clusters_effective(clusters: npt.ArrayLike, *, weights: npt.ArrayLike | None
     >>> clusters_effective(np.repeat(np.arange(12), 50))
     12.0
 
-    Notebook: ``00-why-the-average-lies``.
+    Notebook: ``00.1-why-the-average-lies``.
     """
     if not 0.0 <= rho <= 1.0:
         raise EvalkitInputError("rho", f"rho must be in [0, 1], got {rho}")
@@ -504,7 +504,7 @@ def mean_estimate(y: npt.ArrayLike, clusters: npt.ArrayLike | None = None, *,
     and warn (:class:`~evalkit.EvalkitWarning`) when it is under 10 or when one cluster carries
     more than half the weight.
 
-    Paper: [MISSING]; notebook ``00-why-the-average-lies`` teaches it.
+    Paper: [MISSING]; notebook ``00.1-why-the-average-lies`` teaches it.
 
     Parameters
     ----------
@@ -666,7 +666,7 @@ def paired_estimate(y_a: npt.ArrayLike, y_b: npt.ArrayLike, clusters: npt.ArrayL
     cluster-robust variance of the per-item differences (:func:`mean_estimate`, including its
     Satterthwaite df for CR2 and its design warnings).
 
-    Paper: [MISSING]; notebook ``00-why-the-average-lies`` teaches it.
+    Paper: [MISSING]; notebook ``00.1-why-the-average-lies`` teaches it.
 
     Parameters
     ----------
@@ -723,7 +723,7 @@ def coverage_study(*, designs: str | npt.ArrayLike | Sequence[str | npt.ArrayLik
                    dominant_share: float = 0.8, beta_x: float = 0.0) -> pd.DataFrame:
     """Coverage of i.i.d. and cluster-robust intervals for a mean over cluster-size designs.
 
-    The study behind notebook ``00-why-the-average-lies``: for each design, draw ``n_reps``
+    The study behind notebook ``00.1-why-the-average-lies``: for each design, draw ``n_reps``
     benchmarks of ``n_clusters`` clusters with expected accuracy ``mean`` and observed-scale ICC
     ``icc`` (the outcome model of :func:`evalkit.simulate_clustered`), compute each interval and
     count how often it covers ``mean``. The cluster sizes are fixed per design (a benchmark's
@@ -782,7 +782,7 @@ def coverage_study(*, designs: str | npt.ArrayLike | Sequence[str | npt.ArrayLik
           CR1      0.22    19.00
           CR2      0.96     1.52
 
-    Notebook: ``00-why-the-average-lies``.
+    Notebook: ``00.1-why-the-average-lies``.
     """
     from .simulate import _outcomes_draw, _sizes_resolve, simulate_calibrate
 
@@ -972,7 +972,7 @@ def icc_anova(y: npt.ArrayLike, clusters: npt.ArrayLike) -> float:
     >>> round(icc_anova(y, np.repeat(np.arange(3), 4)), 3)
     0.75
 
-    Notebook: ``00-why-the-average-lies``.
+    Notebook: ``00.1-why-the-average-lies``.
     """
     y = as_float_vector(y, "y")
     codes, uniques = as_labels(clusters, y.size)
@@ -1022,7 +1022,7 @@ def deff_from_icc(m_bar: float | npt.ArrayLike, rho: float) -> float:
     ``Var(ybar) = sigma^2 / n * [1 + (sum n_g^2 / n - 1) rho]``. With unequal clusters the plain
     average size understates it (Kish 1965).
 
-    Paper: [MISSING]; notebook ``00-why-the-average-lies`` teaches it.
+    Paper: [MISSING]; notebook ``00.1-why-the-average-lies`` teaches it.
 
     Parameters
     ----------
