@@ -3,7 +3,8 @@
 The repository keeps them where contributors work on them: ``data/`` (the datasets' numeric
 tables), ``notebooks/*.ipynb`` with ``notebooks/solutions/*.ipynb`` (the lessons and their
 solutions) and ``benchmarks/results/*.json`` (committed benchmark runs). ``build_py`` copies them
-into the package as ``evalkit/_data``, ``evalkit/_course`` and ``evalkit/_results``, where
+into the package as ``evalkit/_data``, ``evalkit/_course`` and ``evalkit/_results`` (and lesson 09's example logs into
+``evalkit/_examples``), where
 ``evalkit.datasets`` and ``evalkit course`` find them with ``importlib.resources``. The sdist
 carries the same folders (MANIFEST.in), so a wheel built from the sdist is the same wheel.
 
@@ -27,6 +28,10 @@ SHIPPED = (
     ("data", ("**/*",), "evalkit/_data"),
     ("notebooks", ("*.ipynb", "solutions/*.ipynb"), "evalkit/_course"),
     ("benchmarks/results", ("*.json",), "evalkit/_results"),
+    # the example logs lesson 09 reads, and the script that writes its MMLU-Pro log, under the
+    # same relative paths as in the repository (the lesson looks for them there too)
+    ("tests/fixtures/eval_logs", ("**/*",), "evalkit/_examples/tests/fixtures/eval_logs"),
+    ("scripts", ("make_mmlu_inspect_log.py",), "evalkit/_examples/scripts"),
 )
 # Never shipped: editor, Jupyter and Python caches.
 SKIP_PARTS = {".ipynb_checkpoints", "__pycache__", ".DS_Store"}
