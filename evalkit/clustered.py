@@ -1007,6 +1007,7 @@ def icc_latent(sigma_u: float) -> float:
     sigma_u : float
         Standard deviation of the cluster random intercept on the logit scale.
     """
+    sigma_u = _real(sigma_u, "sigma_u")
     if not np.isfinite(sigma_u) or sigma_u < 0:
         raise EvalkitInputError("sigma_u", f"sigma_u must be a finite non-negative SD, got {sigma_u}")
     v = float(sigma_u) ** 2

@@ -153,7 +153,7 @@ def check_contract(func: Callable[..., Any], args: tuple, kwargs: dict, *, names
         try:
             result = func(*args, **kwargs)
         except EvalkitInputError as exc:
-            assert exc.argument in names, f"{func.__name__}: the error names {exc.argument!r}, not one of {names}: {exc}"
+            assert exc.argument in names, f"{func.__name__}: names {exc.argument!r}, not one of {names}: {exc}"
             result = exc
         except Exception as exc:  # noqa: BLE001 - the point of the test
             pytest.fail(f"{func.__name__} raised a raw {type(exc).__name__}: {exc}")
