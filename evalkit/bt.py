@@ -32,7 +32,7 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit, log_expit
 
-from ._checks import check_alpha, check_int, check_positive, check_unique, warn
+from ._checks import as_labels, check_alpha, check_int, check_positive, check_unique, warn
 from .clustered import Estimate, interval_t
 from .data import EvalMatrix
 from .errors import ConvergenceWarning, EvalkitInputError
@@ -238,6 +238,7 @@ def bt_encode(winner: npt.ArrayLike, loser: npt.ArrayLike,
             "winner", f"winner and loser must be aligned 1-D arrays, got shapes {w.shape} and {lo.shape}")
     if w.size == 0:
         raise EvalkitInputError("winner", "no comparisons: winner and loser are empty")
+    as_labels(np.concatenate([w.astype(object), lo.astype(object)]), 2 * w.size, "winner")  # one id type
     if models is None:
         mods = np.sort(pd.unique(np.concatenate([w, lo])))  # hashing, then sort the few uniques
     else:
@@ -506,6 +507,7 @@ def bt_simulate(theta: npt.ArrayLike, n_comparisons: int, *, seed: int | np.rand
     th = np.asarray(theta, dtype=float)
     if th.ndim != 1 or th.size < 2 or not np.isfinite(th).all():
         raise EvalkitInputError("theta", "theta must be a finite 1-D array of at least two abilities")
+    n_comparisons = check_int(n_comparisons, "n_comparisons", minimum=1)
     rng = as_rng(seed)
     M = th.size
     mods = np.array([f"m{j}" for j in range(M)]) if models is None else np.asarray(models)

@@ -205,6 +205,8 @@ def plan_mdd(se: float, *, df: float = math.inf, alpha: float = 0.05, power: flo
     power = check_range(power, "power", 0.0, 1.0, closed="neither")
     se = check_positive(se, "se")
     df = check_positive(df, "df", allow_inf=True)
+    if power <= alpha:
+        raise EvalkitInputError("power", f"power={power} must exceed alpha={alpha} (the power at a difference of 0)")
     if math.isinf(df):
         return float((stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) * se)
     hi = (stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df)) * se
