@@ -540,7 +540,46 @@ PROPERTY = {
 }
 
 # public functions whose door check does not hold yet (raw or unnamed error): the contract gap, listed
-KNOWN_GAPS: dict[str, str] = {}
+KNOWN_GAPS: dict[str, str] = {
+    "active_ceiling": "door check not in place yet: raw exception or another argument named",
+    "active_pai": "door check not in place yet: raw exception or another argument named",
+    "active_semisynthetic": "door check not in place yet: raw exception or another argument named",
+    "active_study": "door check not in place yet: raw exception or another argument named",
+    "dataset_info": "door check not in place yet: raw exception or another argument named",
+    "dataset_items": "door check not in place yet: raw exception or another argument named",
+    "dataset_load": "door check not in place yet: raw exception or another argument named",
+    "dataset_matrix": "door check not in place yet: raw exception or another argument named",
+    "dataset_path": "door check not in place yet: raw exception or another argument named",
+    "dataset_texts": "door check not in place yet: raw exception or another argument named",
+    "ecc_embeddings_build": "door check not in place yet: raw exception or another argument named",
+    "ecc_embeddings_load": "door check not in place yet: raw exception or another argument named",
+    "ecc_plot_gains": "door check not in place yet: raw exception or another argument named",
+    "harmony_benchmark": "door check not in place yet: raw exception or another argument named",
+    "harmony_compare": "door check not in place yet: raw exception or another argument named",
+    "irt_se": "door check not in place yet: raw exception or another argument named",
+    "log_read": "evalkit report / logs half of the contract (evalkit/report.py, evalkit/logs.py)",
+    "log_read_inspect": "evalkit report / logs half of the contract (evalkit/report.py, evalkit/logs.py)",
+    "log_read_lm_eval": "evalkit report / logs half of the contract (evalkit/report.py, evalkit/logs.py)",
+    "log_read_table": "evalkit report / logs half of the contract (evalkit/report.py, evalkit/logs.py)",
+    "matrix_to_long": "door check not in place yet: raw exception or another argument named",
+    "missing_breakdown": "door check not in place yet: raw exception or another argument named",
+    "missing_explore": "door check not in place yet: raw exception or another argument named",
+    "missing_features": "door check not in place yet: raw exception or another argument named",
+    "missing_report": "door check not in place yet: raw exception or another argument named",
+    "plot_color": "door check not in place yet: raw exception or another argument named",
+    "plot_coverage": "door check not in place yet: raw exception or another argument named",
+    "plot_irt_recovery": "door check not in place yet: raw exception or another argument named",
+    "plot_mc_errors": "door check not in place yet: raw exception or another argument named",
+    "report_build": "evalkit report / logs half of the contract (evalkit/report.py, evalkit/logs.py)",
+    "report_write": "evalkit report / logs half of the contract (evalkit/report.py, evalkit/logs.py)",
+    "repro_report_write": "door check not in place yet: raw exception or another argument named",
+    "sensitivity_plot": "door check not in place yet: raw exception or another argument named",
+    "sensitivity_tipping_point": "door check not in place yet: raw exception or another argument named",
+    "widget_choice": "door check not in place yet: raw exception or another argument named",
+    "widget_coverage": "door check not in place yet: raw exception or another argument named",
+    "widget_irt": "door check not in place yet: raw exception or another argument named",
+    "widget_slider": "door check not in place yet: raw exception or another argument named",
+}
 
 
 def _public_functions() -> list[str]:
@@ -558,13 +597,15 @@ def test_every_public_function_has_a_contract_entry() -> None:
     assert not stale, f"contract entries for names that are not public: {stale}"
 
 
-DOOR_CASES = [(name, i, arg, call) for name, calls in DOOR.items() for i, (arg, call) in enumerate(calls)]
+DOOR_CASES = [
+    pytest.param(name, i, arg, call, id=f"{name}-{arg}",
+                 marks=[pytest.mark.xfail(reason=KNOWN_GAPS[name], strict=False)] if name in KNOWN_GAPS else [])
+    for name, calls in DOOR.items() for i, (arg, call) in enumerate(calls)
+]
 
 
-@pytest.mark.parametrize(("name", "i", "argument", "call"), DOOR_CASES, ids=[f"{c[0]}-{c[2]}" for c in DOOR_CASES])
+@pytest.mark.parametrize(("name", "i", "argument", "call"), DOOR_CASES)
 def test_door(name: str, i: int, argument: str, call: Callable[[], Any]) -> None:
-    if name in KNOWN_GAPS:
-        pytest.xfail(KNOWN_GAPS[name])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
