@@ -170,7 +170,9 @@ def interval_wilson(p: float, n_eff: float, *, df: float = math.inf, alpha: floa
     Notebook: ``00-why-the-average-lies``.
     """
     check_alpha(alpha)
-    p = check_range(p, "p", 0.0, 1.0)
+    p = _real(p, "p")
+    if not 0.0 <= p <= 1.0:
+        raise EvalkitInputError("p", f"p must be a proportion in [0, 1], got {p}")
     n_eff = check_positive(n_eff, "n_eff")
     df = check_positive(df, "df", allow_inf=True)
     if n_eff < 1e-6:
