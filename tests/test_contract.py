@@ -422,6 +422,7 @@ DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
                                                                        rng=0))],
     "simulate_2pl": [("n_models", lambda: ek.simulate_2pl(0, 10, rng=0))],
     "simulate_redundant": [("n_models", lambda: ek.simulate_redundant(n_models=0, rng=0))],
+    "simulate_calibrate": [("mean", lambda: ek.simulate_calibrate(1.5, 0.1))],
     "simulate_paired": [("n_clusters", lambda: ek.simulate_paired(n_clusters=1, cluster_size=5, rng=0))],
     "mc_run": [("estimators", lambda: ek.mc_run(lambda r: 0.0, [np.mean], truth=0.0, n_reps=2, seed=0)),
                ("truth", lambda: ek.mc_run(lambda r: 0.0, {"m": np.mean}, truth=np.inf, n_reps=2, seed=0)),
