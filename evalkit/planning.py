@@ -171,7 +171,9 @@ def plan_power(delta: float, se: float, *, df: float = math.inf, alpha: float = 
     """
     check_alpha(alpha)
     delta = _real(delta, "delta")
-    se = check_positive(se, "se")
+    se = _real(se, "se")
+    if not (se > 0 and math.isfinite(se)):
+        raise EvalkitInputError("se", f"se must be positive and finite, got {se}")
     df = check_positive(df, "df", allow_inf=True)
     if not math.isfinite(delta):
         raise EvalkitInputError("delta", f"delta must be a finite difference, got {delta}")
@@ -203,7 +205,9 @@ def plan_mdd(se: float, *, df: float = math.inf, alpha: float = 0.05, power: flo
     """
     check_alpha(alpha)
     power = check_range(power, "power", 0.0, 1.0, closed="neither")
-    se = check_positive(se, "se")
+    se = _real(se, "se")
+    if not (se > 0 and math.isfinite(se)):
+        raise EvalkitInputError("se", f"se must be positive and finite, got {se}")
     df = check_positive(df, "df", allow_inf=True)
     if power <= alpha:
         raise EvalkitInputError("power", f"power={power} must exceed alpha={alpha} (the power at a difference of 0)")
