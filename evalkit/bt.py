@@ -32,7 +32,7 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit, log_expit
 
-from ._checks import check_alpha, check_int, check_positive, check_unique, warn
+from ._checks import as_labels, check_alpha, check_int, check_positive, check_seed, check_unique, warn
 from .clustered import Estimate, interval_t
 from .data import EvalMatrix
 from .errors import ConvergenceWarning, EvalkitInputError
@@ -238,6 +238,7 @@ def bt_encode(winner: npt.ArrayLike, loser: npt.ArrayLike,
             "winner", f"winner and loser must be aligned 1-D arrays, got shapes {w.shape} and {lo.shape}")
     if w.size == 0:
         raise EvalkitInputError("winner", "no comparisons: winner and loser are empty")
+    as_labels(np.concatenate([w.astype(object), lo.astype(object)]), 2 * w.size, "winner")  # one id type
     if models is None:
         mods = np.sort(pd.unique(np.concatenate([w, lo])))  # hashing, then sort the few uniques
     else:
@@ -348,8 +349,7 @@ def bt_fit(winner: npt.ArrayLike, loser: npt.ArrayLike, *, models: npt.ArrayLike
             raise EvalkitInputError("weights", "weights must be finite and non-negative")
         if w.sum() <= 0:
             raise EvalkitInputError("weights", "all weights are zero: no comparison carries information")
-    if not math.isfinite(ridge) or ridge < 0:
-        raise EvalkitInputError("ridge", f"ridge must be a finite number >= 0, got {ridge!r}")
+    ridge = check_positive(ridge, "ridge", allow_zero=True)
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     tol = check_positive(tol, "tol")
     M = mods.size
@@ -506,6 +506,8 @@ def bt_simulate(theta: npt.ArrayLike, n_comparisons: int, *, seed: int | np.rand
     th = np.asarray(theta, dtype=float)
     if th.ndim != 1 or th.size < 2 or not np.isfinite(th).all():
         raise EvalkitInputError("theta", "theta must be a finite 1-D array of at least two abilities")
+    n_comparisons = check_int(n_comparisons, "n_comparisons", minimum=1)
+    check_seed(seed)
     rng = as_rng(seed)
     M = th.size
     mods = np.array([f"m{j}" for j in range(M)]) if models is None else np.asarray(models)

@@ -170,7 +170,9 @@ def interval_wilson(p: float, n_eff: float, *, df: float = math.inf, alpha: floa
     Notebook: ``00.1-why-the-average-lies``.
     """
     check_alpha(alpha)
-    p = check_range(p, "p", 0.0, 1.0)
+    p = _real(p, "p")
+    if not 0.0 <= p <= 1.0:
+        raise EvalkitInputError("p", f"p must be a proportion in [0, 1], got {p}")
     n_eff = check_positive(n_eff, "n_eff")
     df = check_positive(df, "df", allow_inf=True)
     if n_eff < 1e-6:
@@ -1007,6 +1009,7 @@ def icc_latent(sigma_u: float) -> float:
     sigma_u : float
         Standard deviation of the cluster random intercept on the logit scale.
     """
+    sigma_u = _real(sigma_u, "sigma_u")
     if not np.isfinite(sigma_u) or sigma_u < 0:
         raise EvalkitInputError("sigma_u", f"sigma_u must be a finite non-negative SD, got {sigma_u}")
     v = float(sigma_u) ** 2

@@ -44,7 +44,7 @@ from scipy import stats
 from scipy.sparse.linalg import svds
 from scipy.special import expit, log_expit
 
-from ._checks import check_alpha, check_int, check_positive, check_seed, warn
+from ._checks import as_labels, check_alpha, check_int, check_positive, check_seed, warn
 from .bt import _newton, bt_encode, bt_pairs_sample
 from .clustered import Estimate, cluster_scores_variance, interval_t
 from .errors import ConvergenceWarning, EvalkitInputError, EvalkitInputTypeError
@@ -1145,6 +1145,8 @@ def ecc_cluster_agreement(labels_true: npt.ArrayLike, labels_pred: npt.ArrayLike
     if a.shape != b.shape or a.ndim != 1 or a.size < 2:
         raise EvalkitInputError(
             "labels_true", "labels_true and labels_pred must be aligned 1-D arrays of at least two labels")
+    as_labels(a, a.size, "labels_true")
+    as_labels(b, b.size, "labels_pred")
     _, ia = np.unique(a, return_inverse=True)
     _, ib = np.unique(b, return_inverse=True)
     table = np.zeros((ia.max() + 1, ib.max() + 1))

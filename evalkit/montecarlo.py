@@ -29,7 +29,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from ._checks import check_int, check_positive, warn
+from ._checks import check_int, check_positive, check_range, warn
 from .clustered import Estimate
 from .errors import EvalkitInputError, EvalkitInputTypeError, RangeWarning
 
@@ -469,8 +469,7 @@ def mc_tolerance(p: float, n_reps: int, z: float = 4.0) -> float:
     ``z * sqrt(p (1 - p) / n_reps)``: with ``z = 4`` a correct method fails the check about once in
     16,000 runs, so a failing test points at the code, not at bad luck.
     """
-    if not 0 <= p <= 1:
-        raise EvalkitInputError("p", f"p must be a probability in [0, 1], got {p!r}")
+    p = check_range(p, "p", 0.0, 1.0)
     n_reps = check_int(n_reps, "n_reps", minimum=1)
     z = check_positive(z, "z")
     return z * math.sqrt(p * (1 - p) / n_reps)

@@ -39,7 +39,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import optimize, stats
 
-from ._checks import check_alpha, check_positive, check_range
+from ._checks import _real, check_alpha, check_positive, check_range
 from .clustered import icc_anova, interval_wilson
 from .errors import EvalkitInputError
 
@@ -150,6 +150,7 @@ def plan_se(var: PlanVariance, n: float, *, k: int = 1, cluster_size: float | No
     >>> round(plan_se(v, 400), 4), round(plan_se(v, 400, k=4), 4)
     (0.025, 0.0214)
     """
+    n = check_positive(n, "n")
     if n <= 1:
         raise EvalkitInputError("n", f"n (questions) must be > 1, got {n}")
     deff = _design_effect(n, var.icc_at(k), cluster_sizes, cluster_size)
@@ -169,7 +170,11 @@ def plan_power(delta: float, se: float, *, df: float = math.inf, alpha: float = 
     0.798
     """
     check_alpha(alpha)
-    delta = float(delta)
+    delta = _real(delta, "delta")
+    se = _real(se, "se")
+    if not (se > 0 and math.isfinite(se)):
+        raise EvalkitInputError("se", f"se must be positive and finite, got {se}")
+    df = check_positive(df, "df", allow_inf=True)
     if not math.isfinite(delta):
         raise EvalkitInputError("delta", f"delta must be a finite difference, got {delta}")
     if not se > 0:
@@ -200,8 +205,12 @@ def plan_mdd(se: float, *, df: float = math.inf, alpha: float = 0.05, power: flo
     """
     check_alpha(alpha)
     power = check_range(power, "power", 0.0, 1.0, closed="neither")
-    se = check_positive(se, "se")
+    se = _real(se, "se")
+    if not (se > 0 and math.isfinite(se)):
+        raise EvalkitInputError("se", f"se must be positive and finite, got {se}")
     df = check_positive(df, "df", allow_inf=True)
+    if power <= alpha:
+        raise EvalkitInputError("power", f"power={power} must exceed alpha={alpha} (the power at a difference of 0)")
     if math.isinf(df):
         return float((stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) * se)
     hi = (stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df)) * se
@@ -230,8 +239,6 @@ def plan_sample_size(delta: float, var: PlanVariance, *, k: int = 1, cluster_siz
     628.0
     """
     check_alpha(alpha)
-    if not delta > 0:
-        raise EvalkitInputError("delta", f"delta must be positive, got {delta}")
     delta = check_positive(delta, "delta")
     power = check_range(power, "power", 0.0, 1.0, closed="neither")
     v1 = var.per_question(k)
@@ -322,6 +329,8 @@ def plan_zero_failures(n: float, *, deff: float = 1.0, alpha: float = 0.05) -> d
     (0.01, 0.0099)
     """
     check_alpha(alpha)
+    n = check_positive(n, "n")
+    deff = check_positive(deff, "deff")
     if not n > 0 or not deff >= 1e-12:
         raise EvalkitInputError("n", f"n and deff must be positive, got n={n}, deff={deff}")
     n = check_positive(n, "n")

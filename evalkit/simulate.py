@@ -72,6 +72,11 @@ def simulate_icc_observed(mu: float, sigma_u: float, beta_x: float = 0.0) -> tup
     -------
     mean, icc : float
     """
+    for name, v in (("mu", mu), ("sigma_u", sigma_u), ("beta_x", beta_x)):
+        if not math.isfinite(_real(v, name)):
+            raise EvalkitInputError(name, f"{name} must be a finite number, got {v!r}")
+    if sigma_u < 0:
+        raise EvalkitInputError("sigma_u", f"sigma_u is a standard deviation and must be >= 0, got {sigma_u}")
     p = _cluster_probs(mu, sigma_u, beta_x)
     mean = float(p @ _GH_WEIGHTS)
     var = float(((p - mean) ** 2) @ _GH_WEIGHTS)
