@@ -120,7 +120,8 @@ def sensitivity_delta(correct: npt.ArrayLike, clusters: npt.ArrayLike | None = N
     >>> t["estimate"].round(3).tolist()
     [0.536, 0.576, 0.617]
 
-    Taught in ``notebooks/03.1-missing-responses-claims-bias-and-coverage.ipynb`` and ``04-missing-responses-real-data.ipynb``.
+    Taught in ``notebooks/03.1-missing-responses-claims-bias-and-coverage.ipynb`` and
+    ``04-missing-responses-real-data.ipynb``.
     """
     check_alpha(alpha)
     if deltas is not None:
