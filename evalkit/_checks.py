@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -25,9 +27,31 @@ __all__ = ["EvalkitInputError", "EvalkitWarning", "warn"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
 def warn(message: str, stacklevel: int = 3, category: type[EvalkitWarning] = EvalkitWarning) -> None:
-    """Emit an evalkit warning (``category``) pointing at the caller's caller (``stacklevel`` up)."""
-    warnings.warn(message, category, stacklevel=stacklevel)
+    """Emit an evalkit warning (``category``) pointing at the caller's caller (``stacklevel`` up).
+
+    Like :func:`warnings.warn` with the same ``stacklevel`` (the same filters, registry and
+    once-per-location rule), except that the location is shown without the machine's folders:
+    ``evalkit/clustered.py:123`` inside evalkit, the bare file name elsewhere. A warning printed in
+    a notebook then reads the same on every machine.
+    """
+    try:
+        frame = sys._getframe(stacklevel)
+    except ValueError:  # fewer frames than asked for: the outermost caller
+        frame = sys._getframe(1)
+        while frame.f_back is not None:
+            frame = frame.f_back
+    path = os.path.abspath(frame.f_code.co_filename)
+    if path.startswith(_PACKAGE_DIR + os.sep):
+        shown = "evalkit/" + os.path.relpath(path, _PACKAGE_DIR).replace(os.sep, "/")
+    else:
+        shown = os.path.basename(path)
+    module = str(frame.f_globals.get("__name__", "<string>"))
+    registry = frame.f_globals.setdefault("__warningregistry__", {})
+    warnings.warn_explicit(message, category, shown, frame.f_lineno, module=module, registry=registry)
 
 
 def as_float_vector(x: npt.ArrayLike, name: str, *, allow_nan: bool = False) -> np.ndarray:
