@@ -183,9 +183,9 @@ def missing_study(*, n_reps: int = 1000, seed: int = 2025, mechanisms: Sequence[
 STUDY_COLORS: dict[str, str] = {
     "CC iid": PALETTE["iid"],
     "CC CR1": PALETTE["cc"],
-    "IPW logistic iid": "#e6ab02",
-    "IPW RI CR1": PALETTE["ipw"],
-    "IPW RI CR2": PALETTE["CR0"],
+    "IPW logistic iid": PALETTE["ipw"],
+    "IPW RI CR1": PALETTE["ipw_ri"],
+    "IPW RI CR2": PALETTE["CR2"],
     "IPW RI bootstrap": PALETTE["accent"],
 }
 """One colour per estimator of :func:`missing_study`, used by every missing-responses figure."""
