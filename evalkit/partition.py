@@ -825,7 +825,7 @@ def partition_spectral(
     feats = _features(P, smooth)
     n = feats.n
     if k is not None:
-        k = check_int(k, "k", minimum=2, maximum=max(2, n - 1))
+        k = check_int(k, "k", minimum=1, maximum=max(1, n - 1))
     check_int(n_init, "n_init", minimum=1)
     check_int(n_neighbors, "n_neighbors", minimum=1)
     if affinity not in ("auto", "dense", "knn"):

@@ -305,10 +305,12 @@ def plan_resample_gain(var: PlanVariance, k: float, *, cluster_size: float | Non
     1.147
     """
     if var.icc != 0 and cluster_size is None and cluster_sizes is None:
-        raise ValueError("var has a cluster ICC: pass cluster_size= (or cluster_sizes=), because resampling does "
-                         "not shrink the cluster part and the gain depends on the cluster size")
-    v1 = _design_effect(0, var.icc_at(1), cluster_sizes, cluster_size) * var.per_question(1)
-    vk = _design_effect(0, var.icc_at(k), cluster_sizes, cluster_size) * var.per_question(k)
+        raise EvalkitInputError("cluster_size", "var has a cluster ICC: pass cluster_size= (or cluster_sizes=), "
+                                "because resampling does not shrink the cluster part and the gain depends on "
+                                "the cluster size")
+    n_q = float(np.sum(cluster_sizes)) if cluster_sizes is not None else 0.0
+    v1 = _design_effect(n_q, var.icc_at(1), cluster_sizes, cluster_size) * var.per_question(1)
+    vk = _design_effect(n_q, var.icc_at(k), cluster_sizes, cluster_size) * var.per_question(k)
     return v1 / vk
 
 

@@ -266,8 +266,8 @@ def test_planning(data: Any) -> None:
                    names={"n", "cluster_size", "cluster_sizes", "k"})
     check_contract(ek.plan_sample_size, (data.draw(scalars(st.floats(0.005, 0.3))), var), {"power": power},
                    names={"delta", "power", "var", "k", "alpha"})
-    check_contract(ek.plan_resample_gain, (var, data.draw(st.sampled_from([1, 2, 4, 0, -1, 1.5, math.inf]))), {},
-                   names={"k"})
+    check_contract(ek.plan_resample_gain, (var, data.draw(st.sampled_from([1, 2, 4, 0, -1, 1.5, math.inf]))),
+                   {"cluster_size": data.draw(st.sampled_from([20, 0.5, -1]))}, names={"k", "cluster_size"})
     check_contract(ek.plan_zero_failures, (n,), {"deff": deff if (deff := data.draw(scalars(st.floats(0.5, 5))))
                                                  is not None else 1.0}, names={"n", "deff", "alpha"})
 
@@ -390,6 +390,11 @@ def _mc_runs() -> pd.DataFrame:
 NOT_A_FRAME = "not a table"
 
 # name -> list of (argument the error must name, call)
+_Y_DR = np.r_[np.ones(20), np.zeros(20), np.full(10, np.nan)]
+_G_DR = np.repeat(np.arange(10), 5)
+_X_DR = np.arange(50.0)[:, None]
+
+
 DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
     "as_rng": [("seed", lambda: ek.as_rng(None))],
     "long_validate": [("df", lambda: ek.long_validate(pd.DataFrame({"model": ["a"]})))],
@@ -450,6 +455,15 @@ DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
     "irt_fit_lbfgs": [("max_iter", lambda: ek.irt_fit_lbfgs(np.eye(4), max_iter=1.5))],
     "irt_objective": [("theta", lambda: ek.irt_objective(np.eye(3), np.zeros(2), np.ones(3), np.zeros(3)))],
     "irt_se": [("Y", lambda: ek.irt_se(_fit_irt(), np.eye(3)))],
+    "irt_item_fit": [("Y", lambda: ek.irt_item_fit(_fit_irt(), np.eye(3)))],
+    "irt_dimensionality": [("n_sim", lambda: ek.irt_dimensionality(
+        _fit_irt(), (np.random.default_rng(0).random((12, 10)) < 0.5).astype(float), n_sim=0))],
+    "dr_estimate": [("folds", lambda: ek.dr_estimate(_Y_DR, _G_DR, features=_X_DR, folds=1))],
+    "dr_compare": [("correct_b", lambda: ek.dr_compare(_Y_DR, _Y_DR[:10], _G_DR, features=_X_DR))],
+    "dr_folds": [("folds", lambda: ek.dr_folds(_G_DR, folds=0))],
+    "dr_diagnostics_plot": [("est", lambda: ek.dr_diagnostics_plot("not an estimate"))],
+    "propensity_diagnostics": [("p", lambda: ek.propensity_diagnostics(np.r_[np.ones(5), np.zeros(5)],
+                                                                        np.full(10, 1.5)))],
     "irt_information": [("theta", lambda: ek.irt_information(_fit_irt(), np.array([np.nan])))],
     "irt_flag_uninformative": [("threshold", lambda: ek.irt_flag_uninformative(_fit_irt(), threshold=-1.0))],
     "irt_rank_compare": [("Y", lambda: ek.irt_rank_compare(_fit_irt(), np.eye(3)))],
@@ -558,6 +572,8 @@ KNOWN_GAPS: dict[str, str] = {
     "harmony_benchmark": "door check not in place yet: raw exception or another argument named",
     "harmony_compare": "door check not in place yet: raw exception or another argument named",
     "irt_se": "door check not in place yet: raw exception or another argument named",
+    "dr_diagnostics_plot": "door check not in place yet: a raw AttributeError for a non-estimate",
+    "propensity_diagnostics": "door check not in place yet: a raw ValueError for probabilities outside [0, 1]",
     "log_read": "evalkit report / logs half of the contract (evalkit/report.py, evalkit/logs.py)",
     "log_read_inspect": "evalkit report / logs half of the contract (evalkit/report.py, evalkit/logs.py)",
     "log_read_lm_eval": "evalkit report / logs half of the contract (evalkit/report.py, evalkit/logs.py)",

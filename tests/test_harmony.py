@@ -279,7 +279,7 @@ def test_partition_labels_and_bad_spectral_arguments() -> None:
     with pytest.raises(ValueError, match="missing labels"):
         ek.partition_labels(np.array(["a", None], dtype=object))
     P = np.random.default_rng(0).dirichlet(np.ones(3), 10)
-    with pytest.raises(ValueError, match="k and k_range"):
+    with pytest.raises(ValueError, match="k must be an int between 1 and 9"):
         ek.partition_spectral(P, k=10, seed=0)
     with pytest.raises(ValueError, match="k >= 2"):
         ek.partition_spectral(P, k_range=[1, 2], seed=0)
