@@ -186,7 +186,9 @@ def _errors(page: Any) -> list[str]:
 
 
 def _images(cell: Any) -> list[str]:
-    return cell.evaluate("c => [...c.querySelectorAll('.jupyter-widgets img, .widget-output img')].map(i => i.src)")
+    # Every figure of the cell's output area: the live widget's, and the default figure that
+    # widget_live(static_first=True) draws above the controls until the first move replaces it.
+    return cell.evaluate("c => [...c.querySelectorAll('.jp-OutputArea-output img')].map(i => i.src)")
 
 
 # A redraw slower than this fails the test: a learner moving a control waits for the figure.
