@@ -249,7 +249,8 @@ def test_every_widget_control_redraws_in_browser(notebook: pathlib.Path, lab_url
     committed = notebook.read_bytes()
     try:
         # A workspace of its own, reset: JupyterLab would otherwise reopen the notebooks of earlier tests.
-        page.goto(f"{lab_url}/lab/workspaces/evalkit-{notebook.stem.replace(".", "-")}/tree/{notebook.name}?reset&token={TOKEN}",
+        workspace = "evalkit-" + notebook.stem.replace(".", "-")  # no dots in a workspace name
+        page.goto(f"{lab_url}/lab/workspaces/{workspace}/tree/{notebook.name}?reset&token={TOKEN}",
                   wait_until="domcontentloaded")
         page.locator(".jp-Notebook:visible").first.wait_for(timeout=120_000)
         page.wait_for_function("() => document.querySelector('.jp-Notebook-ExecutionIndicator, .jp-KernelStatus')"
