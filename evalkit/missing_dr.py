@@ -388,11 +388,12 @@ def _variances(phi: np.ndarray, clus: np.ndarray, alpha: float) -> tuple[dict, d
     return ses, dfs, g_eff
 
 
-def _label(outcome_model: Any, propensity_model: Any, cross_fit: bool, folds: int) -> str:
+def _label(outcome_model: Any, propensity_model: Any, cross_fit: bool, folds: int, normalise: bool = False) -> str:
     def nm(x: Any) -> str:
         return x if isinstance(x, str) else "given"
     cf = f"cluster cross-fit K={folds}" if cross_fit else "no cross-fit"
-    return f"DR (outcome {nm(outcome_model)}, propensity {nm(propensity_model)}, {cf})"
+    nw = ", normalised weights" if normalise else ""
+    return f"DR (outcome {nm(outcome_model)}, propensity {nm(propensity_model)}, {cf}{nw})"
 
 
 def _pseudo(y: np.ndarray, obs: np.ndarray, m: np.ndarray, p: np.ndarray, bound: float, stacklevel: int) -> np.ndarray:
@@ -408,6 +409,30 @@ def _pseudo(y: np.ndarray, obs: np.ndarray, m: np.ndarray, p: np.ndarray, bound:
              stacklevel=stacklevel, category=OverlapWarning)
     resid = np.where(obs, np.nan_to_num(y) - m, 0.0)
     return m + np.where(obs, resid / np.where(obs, p, 1.0), 0.0)
+
+
+def _pseudo_normalised(y: np.ndarray, obs: np.ndarray, m: np.ndarray, p: np.ndarray,
+                       fold: np.ndarray | None) -> np.ndarray:
+    """Pseudo-outcomes of the normalised (Hajek-type) AIPW: weights rescaled to mean one in each fold.
+
+    In fold ``k`` (all items without cross-fitting) the correction is the weighted mean residual
+    ``T_k = sum_k w_i e_i / sum_k w_i`` with ``w_i = R_i / pi_hat_i``, ``e_i = Y_i - m_hat_i``, and
+    ``phi_i = m_hat_i + T_k + w_i (e_i - T_k) / mean_k(w)``: the mean of ``phi`` over the fold is
+    ``mean_k(m_hat) + T_k`` and ``phi - theta_hat`` carries the linearisation of the ratio. Still
+    doubly robust: ``T_k`` estimates ``E[Y - m_hat]`` when ``pi`` is right, and 0 when ``m`` is.
+    """
+    f = np.zeros(y.size, dtype=np.intp) if fold is None else fold
+    w = np.where(obs, 1.0 / np.where(obs, p, 1.0), 0.0)
+    e = np.where(obs, np.nan_to_num(y) - m, 0.0)
+    phi = m.astype(float).copy()
+    for k in np.unique(f):
+        s = f == k
+        ws = w[s].sum()
+        if ws == 0:                             # no answered item in the fold: no correction
+            continue
+        t = float(np.dot(w[s], e[s]) / ws)
+        phi[s] += t + w[s] * (e[s] - t) / (ws / s.sum())
+    return phi
 
 
 def _prepare(correct: npt.ArrayLike, clusters: npt.ArrayLike, features: Any, outcome_features: Any,
@@ -438,7 +463,8 @@ def dr_estimate(correct: npt.ArrayLike, clusters: npt.ArrayLike, *, features: An
                 propensity_model: NuisanceModel | npt.ArrayLike = "logistic",
                 cross_fit: bool = True, folds: int = 5, seed: int = 0,
                 se: Literal["CR0", "CR1", "CR2", "iid"] = "CR1", alpha: float = 0.05,
-                method: Literal["laplace", "aghq"] = "laplace", overlap_bound: float = OVERLAP_BOUND) -> DREstimate:
+                method: Literal["laplace", "aghq"] = "laplace", overlap_bound: float = OVERLAP_BOUND,
+                normalise: bool = False) -> DREstimate:
     """Doubly robust (AIPW) accuracy over all items, with a cluster-robust interval.
 
     ``theta_hat = mean_i phi_i`` with ``phi_i = m_hat_i + R_i (Y_i - m_hat_i) / pi_hat_i``: the
@@ -487,6 +513,14 @@ def dr_estimate(correct: npt.ArrayLike, clusters: npt.ArrayLike, *, features: An
         Random-intercept fitting method.
     overlap_bound : float
         Propensities below it are flagged (:data:`OVERLAP_BOUND`, 0.01).
+    normalise : bool
+        False (default): the AIPW above (what DoubleML's average potential outcome computes).
+        True: the normalised (Hajek-type) correction, the inverse weights rescaled to mean one in
+        each fold (over all items without cross-fitting), ``phi_i = m_hat_i + T_k + w_i (e_i -
+        T_k) / mean_k(w)`` with ``w_i = R_i / pi_hat_i``, ``e_i = Y_i - m_hat_i`` and ``T_k`` the
+        weighted mean residual of fold ``k``; still doubly robust, and its influence values carry
+        the linearisation of the ratio. It removes the part of the finite-sample bias that comes
+        from out-of-fold weights whose mean is not one.
 
     Returns
     -------
@@ -523,9 +557,14 @@ def dr_estimate(correct: npt.ArrayLike, clusters: npt.ArrayLike, *, features: An
         raise EvalkitInputError("se", f"se must be 'iid', 'CR0', 'CR1' or 'CR2', got {se!r}")
     y, obs, clus, (Xo, no), (Xp, npn), fold = _prepare(correct, clusters, features, outcome_features,
                                                        propensity_features, folds, seed, cross_fit)
+    if not isinstance(normalise, (bool, np.bool_)):
+        raise EvalkitInputError("normalise", f"normalise must be True or False, got {normalise!r}")
     m, p = _nuisances(y, obs, clus, Xo, Xp, outcome_model, propensity_model, fold, method)
     phi = _pseudo(y, obs, m, p, overlap_bound, stacklevel=3)
-    return _result(phi, clus, se, alpha, _label(outcome_model, propensity_model, cross_fit, folds), m, p, fold,
+    if normalise:
+        phi = _pseudo_normalised(y, obs, m, p, fold)
+    label = _label(outcome_model, propensity_model, cross_fit, folds, normalise)
+    return _result(phi, clus, se, alpha, label, m, p, fold,
                    _diagnostics(p, m, y, obs, [(Xp, npn), (Xo, no)], overlap_bound))
 
 
@@ -549,7 +588,8 @@ def dr_compare(correct_a: npt.ArrayLike, correct_b: npt.ArrayLike, clusters: npt
                propensity_model: NuisanceModel | tuple[npt.ArrayLike, npt.ArrayLike] = "logistic",
                cross_fit: bool = True, folds: int = 5, seed: int = 0,
                se: Literal["CR0", "CR1", "CR2", "iid"] = "CR1", alpha: float = 0.05,
-               method: Literal["laplace", "aghq"] = "laplace", overlap_bound: float = OVERLAP_BOUND) -> DREstimate:
+               method: Literal["laplace", "aghq"] = "laplace", overlap_bound: float = OVERLAP_BOUND,
+               normalise: bool = False) -> DREstimate:
     """Doubly robust difference of two models' accuracies on the same items, paired by cluster.
 
     Each model gets its own outcome and response models (fitted on the same folds of whole
@@ -565,8 +605,10 @@ def dr_compare(correct_a: npt.ArrayLike, correct_b: npt.ArrayLike, clusters: npt
     ----------
     correct_a, correct_b : (n,) arrays
         The two models' outcomes (NaN = missing) on the same items in the same order.
-    clusters, features, outcome_features, propensity_features, cross_fit, folds, seed, se, alpha, method, overlap_bound
+    clusters, features, outcome_features, propensity_features, cross_fit, folds, seed, se, alpha
         As in :func:`dr_estimate`; the features are the items' and shared by both models.
+    method, overlap_bound, normalise
+        As in :func:`dr_estimate`.
     outcome_model, propensity_model : str or (array_a, array_b)
         A model name for both, or a pair of given predictions.
 
@@ -607,7 +649,8 @@ def dr_compare(correct_a: npt.ArrayLike, correct_b: npt.ArrayLike, clusters: npt
         parts.append(dr_estimate(y, clusters, features=features, outcome_features=outcome_features,
                                  propensity_features=propensity_features, outcome_model=pick(outcome_model, k),
                                  propensity_model=pick(propensity_model, k), cross_fit=cross_fit, folds=folds,
-                                 seed=seed, se=se, alpha=alpha, method=method, overlap_bound=overlap_bound))
+                                 seed=seed, se=se, alpha=alpha, method=method, overlap_bound=overlap_bound,
+                                 normalise=normalise))
     codes, _ = as_labels(np.asarray(clusters), ya.size)
     phi = parts[0].pseudo - parts[1].pseudo
     lab = "difference, " + parts[0].method.rsplit(", ", 1)[0]

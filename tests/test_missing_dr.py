@@ -108,6 +108,35 @@ def test_given_predictions_are_used_as_given() -> None:
     assert e0.estimate == pytest.approx(ek.missing_bounds(y, d["cluster"])[0].estimate, abs=1e-14)
 
 
+def test_normalised_weights_by_hand_and_invariant_to_the_scale_of_the_weights() -> None:
+    """normalise=True: per fold, mean(m) + sum(w e) / sum(w); a common factor in pi_hat cancels."""
+    d = _data(5)
+    rng = np.random.default_rng(1)
+    m = rng.uniform(0.2, 0.9, len(d))
+    p = rng.uniform(0.3, 1.0, len(d))
+    y = d["correct"].to_numpy()
+    R = ~np.isnan(y)
+    w, r = np.where(R, 1 / p, 0.0), np.where(R, np.nan_to_num(y) - m, 0.0)
+    for cross_fit in (True, False):
+        e = ek.dr_estimate(y, d["cluster"], outcome_model=m, propensity_model=p, cross_fit=cross_fit, normalise=True,
+                           folds=4, seed=2)
+        f = e.folds if cross_fit else np.zeros(len(d), dtype=int)
+        by_hand = sum(m[f == k].sum() + (f == k).sum() * np.dot(w[f == k], r[f == k]) / w[f == k].sum()
+                      for k in np.unique(f)) / len(d)
+        assert e.estimate == pytest.approx(by_hand, abs=1e-14)
+        assert abs(e.influence.sum()) < 1e-9 and "normalised weights" in e.method
+        # the normalised correction does not move when every propensity is scaled by one factor; AIPW does
+        e2 = ek.dr_estimate(y, d["cluster"], outcome_model=m, propensity_model=0.6 * p, cross_fit=cross_fit,
+                            normalise=True, folds=4, seed=2)
+        assert e2.estimate == pytest.approx(e.estimate, abs=1e-12)
+        assert e2.se == pytest.approx(e.se, rel=1e-10)
+        u1 = ek.dr_estimate(y, d["cluster"], outcome_model=m, propensity_model=p, cross_fit=cross_fit)
+        u2 = ek.dr_estimate(y, d["cluster"], outcome_model=m, propensity_model=0.6 * p, cross_fit=cross_fit)
+        assert abs(u2.estimate - u1.estimate) > 1e-3
+    with pytest.raises(EvalkitInputError, match="normalise"):
+        ek.dr_estimate(y, d["cluster"], outcome_model=m, propensity_model=p, normalise="yes")  # type: ignore[arg-type]
+
+
 def test_cluster_variance_is_the_influence_function_summed_by_cluster() -> None:
     d = _data(6)
     e = ek.dr_estimate(d["correct"], d["cluster"], features=d[["x", "u"]], folds=5, seed=1)
@@ -266,14 +295,14 @@ def _sim(rng: np.random.Generator) -> pd.DataFrame:
 _LAST: dict = {}
 
 
-def _dr(d: pd.DataFrame, of: list[str], pf: list[str], se: str = "CR1") -> ek.Estimate:
-    key = (d["x"].to_numpy().tobytes(), d["correct"].to_numpy().tobytes(), tuple(of), tuple(pf))
+def _dr(d: pd.DataFrame, of: list[str], pf: list[str], se: str = "CR1", normalise: bool = False) -> ek.Estimate:
+    key = (d["x"].to_numpy().tobytes(), d["correct"].to_numpy().tobytes(), tuple(of), tuple(pf), normalise)
     if key not in _LAST:  # one fit per data set and models; its CR1 and iid intervals both come from it
         _LAST.clear()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ek.EvalkitWarning)
             _LAST[key] = ek.dr_estimate(d["correct"], d["cluster"], outcome_features=d[of],
-                                        propensity_features=d[pf], folds=5, seed=0)
+                                        propensity_features=d[pf], folds=5, seed=0, normalise=normalise)
     return _LAST[key].as_estimate(se)
 
 
@@ -285,6 +314,8 @@ def mc() -> pd.DataFrame:
         "both right iid": lambda d: _dr(d, R, R, "iid"),  # the same fit (cached): estimators run in order
         "propensity wrong": lambda d: _dr(d, R, W),
         "outcome wrong": lambda d: _dr(d, W, R),
+        "outcome wrong normalised": lambda d: _dr(d, W, R, normalise=True),
+        "propensity wrong normalised": lambda d: _dr(d, R, W, normalise=True),
         "both wrong": lambda d: _dr(d, W, W),
         "OR wrong": lambda d: _or_estimate(d["correct"], d["cluster"], d[W]),
     }
@@ -293,7 +324,8 @@ def mc() -> pd.DataFrame:
 
 @pytest.mark.slow
 def test_double_robustness(mc: pd.DataFrame) -> None:
-    for name in ("both right", "propensity wrong", "outcome wrong"):
+    for name in ("both right", "propensity wrong", "outcome wrong", "outcome wrong normalised",
+                 "propensity wrong normalised"):
         r = mc.loc[name]
         assert abs(r["bias"]) < 4 * r["bias_mcse"], (name, r["bias"], r["bias_mcse"])
     # and the check can fail: with both models wrong (and for the wrong outcome regression) the bias is real
