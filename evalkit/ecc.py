@@ -649,11 +649,13 @@ def ecc_fit(pairs: pd.DataFrame, embeddings: pd.DataFrame, *, K: int = 30, lam: 
             if no_gain > pat:
                 converged = True
                 break
-    if not mean:
-        # a last half-step (i): centres and profiles under the final responsibilities
+    if not mean or signals == "emb":
+        # a last half-step (i): the profiles (and, with the sum, the centres) under the final
+        # responsibilities; Emb-only fits its profiles only here, in either scaling
         W = np.asarray(by_pair @ r).T.reshape(K, M, M)
-        theta, _, _ = _newton(W, theta, float(ridge), tol=1e-8, max_iter=50)
-        centres = _normalize_rows(r.T @ X)
+        theta, _, _ = _newton(W, theta, float(ridge), tol=1e-10 if mean else 1e-8, max_iter=50)
+        if not mean:
+            centres = _normalize_rows(r.T @ X)
     if not converged:
         warn(f"ecc_fit: the alternating updates did not converge in max_iter={n_iter_max} iterations (last KL "
              f"{kls[-1]:.3g} vs tol_kl {tol_kl:g}, centre shift {shifts[-1]:.3g} vs tol_centre {tol_centre:g}); "

@@ -151,6 +151,22 @@ def test_default_recovers_the_planted_clusters(sim, split):
     assert np.all(ek.ecc_profile_recovery(fit, z, sim.theta) > 0.9)
 
 
+@pytest.mark.parametrize("scaling", ["mean", "sum"])
+def test_emb_only_profiles_are_the_weighted_bt_fits_of_its_clusters(sim, split, scaling):
+    """Intent: Emb-only clusters by the embedding alone, then fits one BT profile per cluster on
+    the comparisons weighted by its final responsibilities (divided by N_q with the mean), in
+    either scaling; the profiles are not left at their zero start."""
+    train, _ = split
+    fit = ek.ecc_fit(train, sim.embeddings, K=4, signals="emb", seed=0, scaling=scaling)
+    q = pd.Index(fit.items).get_indexer(train["item"])
+    n_q = np.bincount(q, minlength=fit.resp.shape[0]).astype(float)
+    w = fit.resp[q] / (n_q[q, None] if scaling == "mean" else 1.0)
+    ref = np.vstack([ek.bt_fit(train["winner"], train["loser"], models=fit.models, weights=w[:, k],
+                               ridge=fit.ridge).theta for k in range(fit.K)])
+    assert np.abs(fit.theta).max() > 0.1
+    np.testing.assert_allclose(fit.theta, ref, atol=1e-6)
+
+
 @pytest.mark.parametrize("name", ["ECC", "Emb-only", "Comp-only"])
 def test_objective_never_increases(fits, name):
     obj = fits[name].objective
