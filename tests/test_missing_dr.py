@@ -341,3 +341,57 @@ def test_cluster_robust_coverage_and_the_cost_of_iid(mc: pd.DataFrame) -> None:
     ci = mc.loc["both right iid", "coverage"]
     # the i.i.d. interval ignores the shared cluster effect in phi: well below nominal
     assert ci < 0.95 - ek.mc_tolerance(0.95, N_REPS)
+
+
+# --- the DR rows of missing_report and evalkit report ------------------------------------------
+
+def _sim_long(seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    d = ek.simulate_clustered(n_clusters=30, cluster_size=20, mean=0.6, icc=0.2, rng=rng, beta_x=1.0)
+    return ek.simulate_missing(d, mechanism="mar", response_rate=0.75, strength=1.2, rng=rng)
+
+
+def test_missing_report_dr_rows_are_dr_estimate():
+    """Intent: missing_report's DR rows are dr_estimate on the report's features, 5 folds of clusters, its seed."""
+    d = _sim_long(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ek.EvalkitWarning)
+        r = ek.missing_report(d, features=["x"], seed=3).set_index("estimator")
+        e = ek.dr_estimate(d["correct"].to_numpy(), d["cluster"].to_numpy(), features=d[["x"]], folds=5, seed=3)
+    for s in ("CR1", "CR2"):
+        row = r.loc[f"DR logistic, cross-fit, {s}"]
+        ref = e.as_estimate(s)
+        assert row["estimate"] == pytest.approx(ref.estimate, abs=1e-12)
+        assert row["se"] == pytest.approx(ref.se, abs=1e-12)
+        assert (row["ci_low"], row["ci_high"]) == pytest.approx((ref.ci_low, ref.ci_high), abs=1e-12)
+
+
+def test_report_dr_row_uses_difficulty_from_the_other_models():
+    """Intent: the report's DR row is dr_estimate on the item's accuracy among the OTHER models only."""
+    rng = np.random.default_rng(8)
+    n_items, cl = 240, np.repeat(np.arange(12), 20)
+    ease = rng.normal(0, 1, n_items) + rng.normal(0, 0.5, 12)[cl]
+    rows = []
+    for m in range(4):
+        y = (rng.random(n_items) < 1 / (1 + np.exp(-(ease + 0.3 * m)))).astype(float)
+        status = np.full(n_items, "ok", dtype=object)
+        if m == 0:  # harder items go unanswered more often: MAR given difficulty
+            gone = rng.random(n_items) < 1 / (1 + np.exp(1.5 + 1.2 * ease))
+            y[gone], status[gone] = np.nan, "parse_failure"
+        rows.append(pd.DataFrame({"model": f"m{m}", "item": [f"i{j:03d}" for j in range(n_items)],
+                                  "cluster": [f"c{c:02d}" for c in cl], "correct": y, "status": status}))
+    df = pd.concat(rows, ignore_index=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ek.EvalkitWarning)
+        rep = ek.report_build(df, se="CR1")
+    est = rep.missing_estimates
+    row = est[(est["model"] == "m0") & (est["estimator"].str.startswith("DR"))]
+    assert len(row) == 1
+    others = df[df["model"] != "m0"].groupby("item")["correct"].mean()
+    mine = df[df["model"] == "m0"].set_index("item")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ek.EvalkitWarning)
+        ref = ek.dr_estimate(mine["correct"].to_numpy(), mine["cluster"].to_numpy(),
+                             features=others.reindex(mine.index).to_numpy()[:, None], folds=5, seed=0, se="CR1")
+    assert row["estimate"].iloc[0] == pytest.approx(ref.estimate, abs=1e-10)
+    assert (row["ci_low"].iloc[0], row["ci_high"].iloc[0]) == pytest.approx((ref.ci_low, ref.ci_high), abs=1e-10)
