@@ -8,7 +8,8 @@ dependencies are the ones of the interpreter running this test, put on the new v
 path: the ``.pth`` files of the test's site-packages are not processed). Everything then runs in
 that venv with an empty HOME, no ``EVALKIT_DATA`` and a working folder outside the repository:
 ``evalkit --version``/``--help``, ``evalkit course``, one real-data lesson executed with nbclient
-in the copied course, and ``evalkit report`` on a copied fixture log. An audit hook in the
+in the copied course, lesson 09's lookup of its example logs (its first code cell and its
+solutions', run from a course folder), and ``evalkit report`` on a copied fixture log. An audit hook in the
 processes that run the lesson and the report records every file opened or folder listed under the
 repository root (other than the dependencies' site-packages); any such read fails the test, as
 does an ``evalkit`` imported from anywhere but the new venv.
@@ -44,6 +45,9 @@ SOLUTIONS = sorted(p.name for p in (ROOT / "notebooks" / "solutions").glob("*.ip
 RESULTS = sorted(p.name for p in (ROOT / "benchmarks" / "results").glob("*.json"))
 # A short lesson that reads real data (MMLU-Pro and ChemBench from the package's copy).
 LESSON = "04-missing-responses-real-data.ipynb"
+# The lesson whose example logs ship in the package (evalkit/_examples), and its solutions.
+LESSON_09 = "09-your-own-eval-log.ipynb"
+SOLUTIONS_09 = "solutions/09-your-own-eval-log-solutions.ipynb"
 FIXTURE_LOG = (ROOT / "tests" / "fixtures" / "eval_logs" / "inspect_ai" / "logs" / "eval"
                / "2026-11-30T11-09-42-00-00_mcq-subjects_5Xdjo8KqChV8PRDEuEbgtb.eval")
 # PyPI refuses files over 100 MB; the wheel should stay far below.
@@ -258,5 +262,44 @@ def test_report_runs_on_a_fixture_log_outside_the_repository(venv: dict) -> None
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert "evalkit report:" in done.stdout and "models" in done.stdout
     assert (work / "report-out" / "report.md").is_file() and (work / "report-out" / "report.html").is_file()
+    check = json.loads(done.stdout.split("EVALKIT-CHECK ", 1)[1].splitlines()[0])
+    assert Path(check["evalkit"]).is_relative_to(venv["prefix"]) and check["repo_reads"] == []
+
+
+def test_lesson_09_finds_its_example_logs_in_the_installed_package(venv: dict) -> None:
+    """Lesson 09's first code cell and its solutions', run from a course folder, find the example logs
+    and the MMLU-Pro log script in the package's copy (``evalkit/_examples``), not in the repository."""
+    env, work, purelib = venv["env"], venv["work"], venv["purelib"]
+    course = work / "course-09"
+    (course / "solutions").mkdir(parents=True)
+    cells = {}
+    for rel in (LESSON_09, SOLUTIONS_09):
+        nb = json.loads((purelib / "evalkit" / "_course" / rel).read_text(encoding="utf-8"))
+        cells[rel] = "".join(next(c for c in nb["cells"] if c["cell_type"] == "code")["source"])
+    code = AUDIT + textwrap.dedent(f"""
+        import json as _json9, os as _os9
+        _found = {{}}
+        for _rel, _cell in {cells!r}.items():
+            _os9.chdir(_os9.path.join({str(course)!r}, _os9.path.dirname(_rel)))
+            _ns = {{}}
+            exec(_cell, _ns)
+            _found[_rel] = [str(_ns["INSPECT"].resolve()), str(_ns["LM_EVAL"].resolve())]
+        import make_mmlu_inspect_log
+        _found["script"] = str(__import__("pathlib").Path(make_mmlu_inspect_log.__file__).resolve())
+        _found["n_rows"] = len(_ns["ek"].log_read(_ns["INSPECT"]))
+        print("LESSON09 " + _json9.dumps(_found))
+    """) + CHECK
+    done = _run([str(venv["python"]), "-c", code], work, {**env, "PYTHONWARNINGS": "ignore"})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    found = json.loads(done.stdout.split("LESSON09 ", 1)[1].splitlines()[0])
+    examples = (purelib / "evalkit" / "_examples").resolve()
+    for rel in (LESSON_09, SOLUTIONS_09):
+        inspect_dir, lm_eval_dir = (Path(p) for p in found[rel])
+        assert inspect_dir == examples / "tests" / "fixtures" / "eval_logs" / "inspect_ai" / "logs" / "eval", rel
+        assert lm_eval_dir == examples / "tests" / "fixtures" / "eval_logs" / "lm_eval" / "output", rel
+    assert Path(found["script"]) == examples / "scripts" / "make_mmlu_inspect_log.py"
+    import evalkit as ek
+
+    assert found["n_rows"] == len(ek.log_read(FIXTURE_LOG.parent)) > 0
     check = json.loads(done.stdout.split("EVALKIT-CHECK ", 1)[1].splitlines()[0])
     assert Path(check["evalkit"]).is_relative_to(venv["prefix"]) and check["repo_reads"] == []
