@@ -878,14 +878,18 @@ def _sections(rep: Report) -> list[tuple[str, str, pd.DataFrame]]:
         ("Missing answers by cluster", "Where missing answers concentrate in some clusters, the complete-case "
          "accuracy describes the other clusters more than these.", rep.missing_by_cluster),
         ("What the missing answers could change", "`missing as wrong` and `missing as right` bound the full-data "
-         "accuracy without any assumption (Wilson intervals, as for `complete case`); IPW reweights the answered "
-         "items with a random-intercept propensity by cluster (valid when, within a cluster, answering does not "
-         "depend on correctness; a t interval).", rep.missing_estimates),
+         "accuracy without any assumption (Wilson intervals, as for `complete case`, whose effective n is capped at "
+         "the number of items, so that a cluster-robust variance below the i.i.d. one gives the i.i.d. width); "
+         "IPW reweights the answered items with a random-intercept propensity by cluster (valid when, within a "
+         "cluster, answering does not depend on correctness; a t interval with its cluster-robust SE as it is).",
+         rep.missing_estimates),
         ("Paired comparisons", f"Difference A - B on the items both models answered, with its {level} "
          f"cluster-robust paired interval (clipped to [-1, 1]). `p_bonferroni` multiplies by the number of "
          f"comparisons made in the task (`n_comparisons`). `mdd_80` is the smallest true difference this "
-         f"comparison would detect with 80% power at level {rep.alpha}: a non-significant difference says little "
-         f"when it is below `mdd_80`.", rep.comparisons[cmp_cols] if not rep.comparisons.empty else rep.comparisons),
+         f"comparison's design would detect with 80% power at level {rep.alpha}, computed from its standard error "
+         f"alone: compare it with the smallest difference that matters, decided before looking at the results "
+         f"(a non-significant comparison cannot rule out true differences below `mdd_80`).",
+         rep.comparisons[cmp_cols] if not rep.comparisons.empty else rep.comparisons),
     ]
     return out
 
