@@ -12,7 +12,7 @@ import math
 import os
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -20,7 +20,7 @@ import numpy.typing as npt
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from .errors import EvalkitInputError, EvalkitWarning
+from .errors import EvalkitInputError, EvalkitInputTypeError, EvalkitWarning
 
 __all__ = ["EvalkitInputError", "EvalkitWarning", "warn"]
 
@@ -258,9 +258,12 @@ def check_budget(budget: object, n_items: int, name: str = "budget", *, fraction
     """
     if fraction:
         if _is_int(budget) and int(budget) >= 1:  # type: ignore[call-overload]
+            count = int(budget)  # type: ignore[call-overload]
+            hint = (f"for {count} of the {n_items} items pass {count / n_items:.4g}" if count < n_items else
+                    f"and it is not below the {n_items} items; a percentage must be divided by 100")
             raise EvalkitInputError(
                 name, f"{name} is a fraction of the items in (0, 1) here; {budget!r} looks like a count of items "
-                f"(pass {budget}/{n_items})"
+                f"({hint})"
             )
         f = check_range(budget, name, 0.0, 1.0, closed="neither")
         return max(2, int(round(f * n_items)))
@@ -378,6 +381,24 @@ def align_series(ref: object, other: object, name: str) -> object:
             "evalkit aligns pandas inputs by index, not position (pass arrays to pair by position)"
         )
     return other.reindex(ref.index)
+
+
+def check_table(table: object, name: str, columns: Sequence[str], *, source: str = "",
+                min_rows: int = 1) -> pd.DataFrame:
+    """Check a results table: a DataFrame with ``columns`` and at least ``min_rows`` rows.
+
+    ``source`` names the function whose output the table should be (said in the message).
+    """
+    made_by = f" (the output of {source})" if source else ""
+    if not isinstance(table, pd.DataFrame):
+        raise EvalkitInputTypeError(name, f"{name} must be a pandas DataFrame{made_by}, got {type(table).__name__}")
+    lacking = [c for c in columns if c not in table.columns]
+    if lacking:
+        raise EvalkitInputError(name, f"{name} lacks columns {lacking}; it needs {list(columns)}{made_by}; "
+                                      f"it has {list(table.columns)[:12]}")
+    if len(table) < min_rows:
+        raise EvalkitInputError(name, f"{name} has {len(table)} rows; it needs at least {min_rows}{made_by}")
+    return table
 
 
 def as_nonneg_weights(weights: npt.ArrayLike, n: int, name: str = "weights") -> np.ndarray:

@@ -55,7 +55,7 @@ import pandas as pd
 
 from ._checks import warn
 from .data import EvalMatrix, long_to_matrix, long_validate
-from .errors import EvalkitInputError
+from .errors import EvalkitInputError, EvalkitInputTypeError
 from .types import as_rng
 
 __all__ = [
@@ -434,14 +434,14 @@ def _sha256(data: bytes) -> str:
 
 def _spec(name: str) -> DatasetSpec:
     if not isinstance(name, str):
-        raise TypeError(f"dataset name must be a str, got {type(name).__name__}")
+        raise EvalkitInputTypeError("name", f"dataset name must be a str, got {type(name).__name__}")
     try:
         return DATASETS[name]
     except KeyError:
         close = difflib.get_close_matches(name, list(DATASETS), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise EvalkitInputError(name,
-            f"unknown dataset {name!r}.{hint} Registered datasets: {sorted(DATASETS)} (see evalkit.dataset_list())"
+        raise EvalkitInputError(
+            "name", f"unknown dataset {name!r}.{hint} Registered datasets: {sorted(DATASETS)} (see evalkit.dataset_list())"
         ) from None
 
 

@@ -1386,7 +1386,13 @@ def irt_se(fit: IRTFit, Y: Matrix) -> IRTStandardErrors:
     ValueError
         Shapes of ``Y`` and ``fit`` disagree, or bad ``Y``.
     """
+    if not isinstance(fit, IRTFit):
+        raise EvalkitInputError("fit", f"fit must be an IRTFit (from irt_fit or irt_fit_lbfgs), got {type(fit).__name__}")
     S = _encode(Y)
+    if fit.theta.shape != (S.shape[0],) or fit.a.shape != (S.shape[1],):
+        raise EvalkitInputError(
+            "Y", f"Y has shape {S.shape}, but the fit has {fit.theta.size} models and {fit.a.size} items; pass the "
+            "matrix the model was fitted on")
     th, a_, b_ = _params(fit.theta, fit.a, fit.b, S.shape)
     rows = np.flatnonzero(np.isfinite(th))
     cols = np.flatnonzero(np.isfinite(a_))
@@ -1591,7 +1597,7 @@ class IRTDimensionality:
 def _fitted_probabilities(fit: IRTFit, shape: tuple[int, int]) -> np.ndarray:
     if fit.theta.shape != (shape[0],) or fit.a.shape != (shape[1],):
         raise EvalkitInputError(
-            "Y", f"has shape {shape}, but the fit has {fit.theta.size} models and {fit.a.size} items"
+            "Y", f"Y has shape {shape}, but the fit has {fit.theta.size} models and {fit.a.size} items"
         )
     return _sigmoid((np.outer(fit.theta, fit.a) + fit.b) / fit.sigma)
 

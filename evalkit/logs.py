@@ -813,7 +813,8 @@ def log_read(paths: PathLike | Sequence[PathLike], *, cluster: str | None = None
         raise EvalkitInputError("on_error", f"on_error must be 'raise' or 'note', not {on_error!r}")
     files = _expand(paths)
     if not files:
-        raise LogFormatError("no log files given")
+        raise LogFormatError("no log files given: paths is empty (give a log file, a folder or a list of them)",
+                             argument="paths")
     iterator: Iterable[pathlib.Path] = files
     if progress and len(files) > 1:
         from tqdm.auto import tqdm

@@ -387,6 +387,13 @@ def _mc_runs() -> pd.DataFrame:
     return ek.mc_run(lambda rng: rng.normal(size=5), {"m": np.mean}, truth=0.0, n_reps=3, seed=0)
 
 
+def _active_data() -> ek.ActiveData:
+    rng = np.random.default_rng(0)
+    Z = (rng.random((3, 40)) < 0.5).astype(float)
+    return ek.ActiveData(H=Z, Z_val=Z, Z_test=Z, P_test=np.full(Z.shape, 0.5), suite="mmlu_pro", sparsity="full",
+                         observed=1.0)
+
+
 NOT_A_FRAME = "not a table"
 
 # name -> list of (argument the error must name, call)
@@ -399,7 +406,7 @@ DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
     "as_rng": [("seed", lambda: ek.as_rng(None))],
     "long_validate": [("df", lambda: ek.long_validate(pd.DataFrame({"model": ["a"]})))],
     "long_to_matrix": [("df", lambda: ek.long_to_matrix(pd.DataFrame({"model": ["a"]})))],
-    "matrix_to_long": [("m", lambda: ek.matrix_to_long(NOT_A_FRAME))],
+    "matrix_to_long": [("m", lambda: ek.matrix_to_long(NOT_A_FRAME))],  # type: ignore[arg-type]
     "dataset_search_path": [],
     "dataset_list": [],
     "dataset_info": [("name", lambda: ek.dataset_info("no_such_dataset"))],
@@ -441,13 +448,20 @@ DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
                        ("R", lambda: ek.propensity_fit(np.ones(12), None, np.arange(12) % 3))],
     "ipw_compare": [("y_b", lambda: ek.ipw_compare(np.ones(6), np.ones(5), np.arange(6) % 2))],
     "ipw_bootstrap": [("seed", lambda: ek.ipw_bootstrap(_sim()["correct"], _sim()["cluster"], seed=None))],
-    "missing_breakdown": [("long_df", lambda: ek.missing_breakdown(NOT_A_FRAME))],
-    "missing_features": [("long_df", lambda: ek.missing_features(NOT_A_FRAME, model="A"))],
-    "missing_report": [("long_df", lambda: ek.missing_report(NOT_A_FRAME))],
+    "missing_breakdown": [("long_df", lambda: ek.missing_breakdown(NOT_A_FRAME)),
+                          ("long_df", lambda: ek.missing_breakdown(_long().assign(correct=lambda d: 100 * d["correct"]))),
+                          ("cluster", lambda: ek.missing_breakdown(_long(), cluster="no_such_column"))],
+    "missing_features": [("long_df", lambda: ek.missing_features(NOT_A_FRAME, model="A")),
+                         ("model", lambda: ek.missing_features(_long(), model="no_such_model"))],
+    "missing_report": [("long_df", lambda: ek.missing_report(NOT_A_FRAME)),
+                       ("long_df", lambda: ek.missing_report(_long().assign(status="OK")))],
     "missing_study": [("n_reps", lambda: ek.missing_study(n_reps=0))],
-    "missing_explore": [("n_reps", lambda: ek.missing_explore(n_reps=0, show=False))],
+    "missing_explore": [("n_reps", lambda: ek.missing_explore(n_reps=0)),
+                        ("response_rate", lambda: ek.missing_explore(response_rate=80.0))],
     "sensitivity_delta": [("deltas", lambda: ek.sensitivity_delta(np.r_[np.ones(5), np.nan], deltas=[np.nan]))],
-    "sensitivity_tipping_point": [("table", lambda: ek.sensitivity_tipping_point(pd.DataFrame()))],
+    "sensitivity_tipping_point": [("table", lambda: ek.sensitivity_tipping_point(pd.DataFrame())),
+                                  ("table", lambda: ek.sensitivity_tipping_point(pd.DataFrame(
+                                      {"delta": [0.1, 0.2], "estimate": 0.5, "ci_low": 0.4, "ci_high": 0.6})))],
     "sensitivity_plot": [("table", lambda: ek.sensitivity_plot(pd.DataFrame()))],
     "irt_fit": [("dtype", lambda: ek.irt_fit(np.eye(4), dtype=np.float16)),
                 ("max_iter", lambda: ek.irt_fit(np.eye(4), max_iter=0)),
@@ -490,16 +504,32 @@ DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
     "active_run": [("seed", lambda: ek.active_run(np.ones((1, 20)), _factors(), 5, seed=None)),
                    ("budget", lambda: ek.active_run(np.ones((1, 20)), _factors(), 0.5)),
                    ("Z", lambda: ek.active_run(100 * np.ones((1, 20)), _factors(), 5))],
-    "active_pai": [("n_items", lambda: ek.active_pai([1.0], [0.5], [0.5], [0.5], 0))],
-    "active_tune": [("budget", lambda: ek.active_tune(np.ones((2, 20)), _factors(), 0))],
+    "active_pai": [("n_items", lambda: ek.active_pai([1.0, 0.0], [0.5, 0.5], [0.5, 0.5], [0.5, 0.5], 0)),
+                   ("z", lambda: ek.active_pai([1.0], [0.5], [0.5], [0.5], 10)),
+                   ("q", lambda: ek.active_pai([1.0, 0.0], [0.5, 0.0], [0.5, 0.5], [0.5, 0.5], 10))],
+    "active_tune": [("budget", lambda: ek.active_tune(np.ones((2, 20)), _factors(), 0)),
+                    ("budget", lambda: ek.active_tune(np.ones((2, 20)), _factors(), 0.1)),
+                    ("by", lambda: ek.active_tune(np.ones((2, 20)), _factors(), 5, by="rmse"))],
     "active_evaluate": [("results", lambda: ek.active_evaluate([]))],
-    "active_ceiling": [("budget", lambda: ek.active_ceiling(np.full((1, 20), 0.5), np.ones((1, 20)), 0))],
-    "active_sampling_trace": [("y", lambda: ek.active_sampling_trace(np.ones((2, 20)), _factors(), 5))],
-    "active_semisynthetic": [("suite", lambda: ek.active_semisynthetic("no_such_suite", n_hist=2, n_val=2, n_test=2,
-                                                                       seed=0))],
-    "active_study": [("data", lambda: ek.active_study(NOT_A_FRAME, budgets=[0.1]))],
-    "active_loo": [("budget", lambda: ek.active_loo(np.eye(4), budget=5))],
-    "active_plot_run": [("budget", lambda: ek.active_plot_run(np.ones((1, 20)), _factors(), 0))],
+    "active_ceiling": [("budget", lambda: ek.active_ceiling(np.full((1, 20), 0.5), np.ones((1, 20)), 0)),
+                       ("budget", lambda: ek.active_ceiling(np.full((1, 20), 0.5), np.ones((1, 20)), 0.5)),
+                       ("P", lambda: ek.active_ceiling(np.full((1, 20), 1.0), np.ones((1, 20)), 5)),
+                       ("Z", lambda: ek.active_ceiling(np.full((1, 20), 0.5), np.full((1, 20), 100.0), 5))],
+    "active_sampling_trace": [("z", lambda: ek.active_sampling_trace(np.ones((2, 20)), _factors(), 5)),
+                              ("budget", lambda: ek.active_sampling_trace(np.ones(20), _factors(), 0.25))],
+    "active_semisynthetic": [("suite", lambda: ek.active_semisynthetic("no_such_suite", n_hist=3, n_val=2, n_test=2,
+                                                                       seed=0)),
+                             ("n_hist", lambda: ek.active_semisynthetic(n_hist=2, n_val=2, n_test=2, seed=0)),
+                             ("seed", lambda: ek.active_semisynthetic(n_hist=3, n_val=2, n_test=2, seed=None))],
+    "active_study": [("data", lambda: ek.active_study(NOT_A_FRAME, budgets=[0.1])),
+                     ("budgets", lambda: ek.active_study(_active_data(), budgets=[50])),
+                     ("budgets", lambda: ek.active_study(_active_data(), budgets=[0.0])),
+                     ("tune_budget", lambda: ek.active_study(_active_data(), budgets=[0.1], tune_budget=5)),
+                     ("methods", lambda: ek.active_study(_active_data(), budgets=[0.1], methods=("no_such",)))],
+    "active_loo": [("budget", lambda: ek.active_loo(np.eye(4), budget=5)),
+                   ("budget", lambda: ek.active_loo(np.eye(4), budget=1.0))],
+    "active_plot_run": [("budget", lambda: ek.active_plot_run(np.ones((1, 20)), _factors(), 0)),
+                        ("budget", lambda: ek.active_plot_run(np.ones((1, 20)), _factors(), 0.1))],
     "similarity_irt": [("ridge", lambda: ek.similarity_irt(np.eye(4), ridge=-1.0))],
     "similarity_tau": [("P", lambda: ek.similarity_tau(np.full((3, 2), np.nan)))],
     "similarity_knn": [("n_neighbors", lambda: ek.similarity_knn(np.full((4, 2), 0.5), n_neighbors=0))],
@@ -519,13 +549,17 @@ DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
     "harmony_validate": [("n_reps", lambda: ek.harmony_validate(n_reps=0))],
     "harmony_correlate": [("runs", lambda: ek.harmony_correlate(pd.DataFrame()))],
     "repro_report_write": [("rows_dir", lambda: ek.repro_report_write("/nonexistent/rows", "/tmp/evalkit-out"))],
-    "plot_color": [("name", lambda: ek.plot_color("no_such_colour_name"))],
+    "plot_color": [("name", lambda: ek.plot_color(None)),                # type: ignore[arg-type]
+                   ("name", lambda: ek.plot_color(float("nan")))],        # type: ignore[arg-type]
     "plot_style": [],
     "plot_intervals": [("table", lambda: ek.plot_intervals(pd.DataFrame(), label="x"))],
     "plot_coverage": [("summary", lambda: ek.plot_coverage(pd.DataFrame(), x="n"))],
     "plot_coverage_designs": [("summary", lambda: ek.plot_coverage_designs(pd.DataFrame()))],
-    "plot_irt_recovery": [("truth", lambda: ek.plot_irt_recovery({}, np.zeros(3), np.zeros(3)))],
-    "plot_mc_errors": [("runs", lambda: ek.plot_mc_errors(pd.DataFrame()))],
+    "plot_irt_recovery": [("truth", lambda: ek.plot_irt_recovery({}, np.zeros(3), np.zeros(3))),
+                          ("theta", lambda: ek.plot_irt_recovery({"theta": np.zeros(3), "b": np.zeros(3)}, np.zeros(2),
+                                                                 np.zeros(3)))],
+    "plot_mc_errors": [("runs", lambda: ek.plot_mc_errors(pd.DataFrame())),
+                       ("scale", lambda: ek.plot_mc_errors(_mc_runs(), scale=-1.0))],
     "widget_live": [("controls", lambda: ek.widget_live(lambda: None))],
     "widget_slider": [("value", lambda: ek.widget_slider(5.0, 0.0, 1.0, 0.1, "x"))],
     "widget_choice": [("value", lambda: ek.widget_choice(["a", "b"], "c", "x"))],
@@ -537,8 +571,10 @@ DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
     "log_read_inspect": [("path", lambda: ek.log_read_inspect("/nonexistent/log.eval"))],
     "log_read_lm_eval": [("path", lambda: ek.log_read_lm_eval("/nonexistent/lm_eval"))],
     "log_read_table": [("path", lambda: ek.log_read_table("/nonexistent/table.csv"))],
-    "report_build": [("long_df", lambda: ek.report_build(pd.DataFrame({"model": ["a"]})))],
-    "report_write": [("rep", lambda: ek.report_write(NOT_A_FRAME, "/tmp/evalkit-out"))],
+    "report_build": [("long_df", lambda: ek.report_build(pd.DataFrame({"model": ["a"]}))),
+                     ("long_df", lambda: ek.report_build(_long().assign(correct=lambda d: 100 * d["correct"]))),
+                     ("cluster", lambda: ek.report_build(_long(), cluster="no_such_column"))],
+    "report_write": [("rep", lambda: ek.report_write(NOT_A_FRAME, "/tmp/evalkit-out"))],  # type: ignore[arg-type]
     "plan_variance": [("models", lambda: ek.plan_variance(_long(), 1)),
                       ("long_df", lambda: ek.plan_variance(_long().assign(correct=7.0), ["A", "B"]))],
     "plan_power_plot": [("power", lambda: ek.plan_power_plot(power=1.5))],
@@ -553,51 +589,6 @@ PROPERTY = {
     "partition_labels", "partition_silhouette", "bt_fit", "bt_encode", "bt_simulate", "similarity_matrix",
     "similarity_bernoulli",
 }
-
-# public functions whose door check does not hold yet (raw or unnamed error): the contract gap, listed
-KNOWN_GAPS: dict[str, str] = {
-    "active_ceiling": "door check not in place yet: raw exception or another argument named",
-    "active_pai": "door check not in place yet: raw exception or another argument named",
-    "active_semisynthetic": "door check not in place yet: raw exception or another argument named",
-    "active_study": "door check not in place yet: raw exception or another argument named",
-    "dataset_info": "door check not in place yet: raw exception or another argument named",
-    "dataset_items": "door check not in place yet: raw exception or another argument named",
-    "dataset_load": "door check not in place yet: raw exception or another argument named",
-    "dataset_matrix": "door check not in place yet: raw exception or another argument named",
-    "dataset_path": "door check not in place yet: raw exception or another argument named",
-    "dataset_texts": "door check not in place yet: raw exception or another argument named",
-    "ecc_embeddings_build": "door check not in place yet: raw exception or another argument named",
-    "ecc_embeddings_load": "door check not in place yet: raw exception or another argument named",
-    "ecc_plot_gains": "door check not in place yet: raw exception or another argument named",
-    "harmony_benchmark": "door check not in place yet: raw exception or another argument named",
-    "harmony_compare": "door check not in place yet: raw exception or another argument named",
-    "irt_se": "door check not in place yet: raw exception or another argument named",
-    "dr_diagnostics_plot": "door check not in place yet: a raw AttributeError for a non-estimate",
-    "propensity_diagnostics": "door check not in place yet: a raw ValueError for probabilities outside [0, 1]",
-    "log_read": "evalkit report / logs half of the contract (evalkit/report.py, evalkit/logs.py)",
-    "log_read_inspect": "evalkit report / logs half of the contract (evalkit/report.py, evalkit/logs.py)",
-    "log_read_lm_eval": "evalkit report / logs half of the contract (evalkit/report.py, evalkit/logs.py)",
-    "log_read_table": "evalkit report / logs half of the contract (evalkit/report.py, evalkit/logs.py)",
-    "matrix_to_long": "door check not in place yet: raw exception or another argument named",
-    "missing_breakdown": "door check not in place yet: raw exception or another argument named",
-    "missing_explore": "door check not in place yet: raw exception or another argument named",
-    "missing_features": "door check not in place yet: raw exception or another argument named",
-    "missing_report": "door check not in place yet: raw exception or another argument named",
-    "plot_color": "door check not in place yet: raw exception or another argument named",
-    "plot_coverage": "door check not in place yet: raw exception or another argument named",
-    "plot_irt_recovery": "door check not in place yet: raw exception or another argument named",
-    "plot_mc_errors": "door check not in place yet: raw exception or another argument named",
-    "report_build": "evalkit report / logs half of the contract (evalkit/report.py, evalkit/logs.py)",
-    "report_write": "evalkit report / logs half of the contract (evalkit/report.py, evalkit/logs.py)",
-    "repro_report_write": "door check not in place yet: raw exception or another argument named",
-    "sensitivity_plot": "door check not in place yet: raw exception or another argument named",
-    "sensitivity_tipping_point": "door check not in place yet: raw exception or another argument named",
-    "widget_choice": "door check not in place yet: raw exception or another argument named",
-    "widget_coverage": "door check not in place yet: raw exception or another argument named",
-    "widget_irt": "door check not in place yet: raw exception or another argument named",
-    "widget_slider": "door check not in place yet: raw exception or another argument named",
-}
-
 
 def _public_functions() -> list[str]:
     import inspect
@@ -614,11 +605,8 @@ def test_every_public_function_has_a_contract_entry() -> None:
     assert not stale, f"contract entries for names that are not public: {stale}"
 
 
-DOOR_CASES = [
-    pytest.param(name, i, arg, call, id=f"{name}-{arg}",
-                 marks=[pytest.mark.xfail(reason=KNOWN_GAPS[name], strict=False)] if name in KNOWN_GAPS else [])
-    for name, calls in DOOR.items() for i, (arg, call) in enumerate(calls)
-]
+DOOR_CASES = [pytest.param(name, i, arg, call, id=f"{name}-{arg}")
+              for name, calls in DOOR.items() for i, (arg, call) in enumerate(calls)]
 
 
 @pytest.mark.parametrize(("name", "i", "argument", "call"), DOOR_CASES)

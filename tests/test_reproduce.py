@@ -305,7 +305,7 @@ def test_command_line(tmp_path, capsys) -> None:
     assert main([str(tmp_path / "rows"), str(tmp_path / "out")]) == 0
     assert "1 reproduced, 0 not reproduced" in capsys.readouterr().out
     assert main([str(tmp_path / "empty"), str(tmp_path / "out")]) == 1
-    assert "error: no row folder" in capsys.readouterr().err
+    assert "no row folder" in capsys.readouterr().err
 
 
 def test_module_runs_as_a_script(tmp_path) -> None:
