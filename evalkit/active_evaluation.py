@@ -27,11 +27,12 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from ._checks import as_probabilities, check_budget, check_int, check_seed
 from .active import (
     ACTIVE_SETTINGS,
+    METHODS,
     ActiveFactors,
     ActiveParams,
-    METHODS,
     ActiveResult,
     Interval,
     _check_history,
@@ -42,7 +43,6 @@ from .active import (
     active_run,
     active_sampling_trace,
 )
-from ._checks import as_probabilities, check_budget, check_int, check_seed
 from .errors import EvalkitInputError
 from .montecarlo import mc_summarise
 
@@ -330,7 +330,7 @@ def active_semisynthetic(suite: str = "mmlu_pro", *, n_hist: int, n_val: int, n_
     check_seed(seed)
     ss = np.random.SeedSequence(seed)
     s_draw, s_split, s_mask = ss.spawn(3)
-    em = oll_matrix_draw(suite, n_models=n_hist + n_val + n_test, n_items=n_items,  # type: ignore[arg-type]
+    em = oll_matrix_draw(suite, n_models=n_hist + n_val + n_test, n_items=n_items,
                          seed=int(s_draw.generate_state(1)[0]), dtype=np.float64)
     if em.item_info is None:
         raise ValueError(f"the {suite} draw has no item table; check the oll_v2_factor_model files")
@@ -348,7 +348,7 @@ def active_semisynthetic(suite: str = "mmlu_pro", *, n_hist: int, n_val: int, n_
         for r in np.flatnonzero(hide.all(axis=1)):  # every historical model keeps one entry
             hide[r, rng.integers(H.shape[1])] = False
         H[hide] = np.nan
-    U, V, _ = oll_factors_load(suite)  # type: ignore[arg-type]
+    U, V, _ = oll_factors_load(suite)
     P = np.clip(_sigmoid(U[rows[i_t]].astype(float) @ V[cols].astype(float).T), 1e-12, 1 - 1e-12)
     return ActiveData(H=H, Z_val=em.Y[i_v].copy(), Z_test=em.Y[i_t].copy(), P_test=P, suite=suite,
                       sparsity=sparsity, observed=float(np.mean(~np.isnan(H))))

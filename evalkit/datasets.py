@@ -441,7 +441,8 @@ def _spec(name: str) -> DatasetSpec:
         close = difflib.get_close_matches(name, list(DATASETS), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise EvalkitInputError(
-            "name", f"unknown dataset {name!r}.{hint} Registered datasets: {sorted(DATASETS)} (see evalkit.dataset_list())"
+            "name",
+            f"unknown dataset {name!r}.{hint} Registered datasets: {sorted(DATASETS)} (see evalkit.dataset_list())"
         ) from None
 
 

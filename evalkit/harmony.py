@@ -80,7 +80,8 @@ def _outcomes(y: npt.ArrayLike, n_items: int, name: str) -> tuple[np.ndarray, bo
     try:
         arr = np.asarray(y, dtype=float)
     except (TypeError, ValueError) as exc:
-        raise EvalkitInputError(name, f"{name} must hold numbers (scores in [0, 1]); converting failed ({exc})") from exc
+        raise EvalkitInputError(name, f"{name} must hold numbers (scores in [0, 1]); converting failed ({exc})"
+                                ) from exc
     one = arr.ndim == 1
     if one:
         arr = arr[None, :]

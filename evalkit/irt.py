@@ -1387,7 +1387,8 @@ def irt_se(fit: IRTFit, Y: Matrix) -> IRTStandardErrors:
         Shapes of ``Y`` and ``fit`` disagree, or bad ``Y``.
     """
     if not isinstance(fit, IRTFit):
-        raise EvalkitInputError("fit", f"fit must be an IRTFit (from irt_fit or irt_fit_lbfgs), got {type(fit).__name__}")
+        raise EvalkitInputError("fit", f"fit must be an IRTFit (from irt_fit or irt_fit_lbfgs), got "
+                                       f"{type(fit).__name__}")
     S = _encode(Y)
     if fit.theta.shape != (S.shape[0],) or fit.a.shape != (S.shape[1],):
         raise EvalkitInputError(

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .clustered import Estimate
 from ._checks import check_int, check_range, check_seed
+from .clustered import Estimate
 from .errors import EvalkitInputError
 from .missing import Truncation, ipw_bootstrap, ipw_estimate, missing_complete_case, weights_compute
 from .missing_propensity import propensity_fit

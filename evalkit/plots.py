@@ -432,8 +432,9 @@ def plot_irt_recovery(truth: Mapping[str, Any], theta: np.ndarray, b: np.ndarray
     Notebook 05 (section 3) draws it through :func:`evalkit.widget_irt_redraw`.
     """
     if not isinstance(truth, Mapping) or not {"theta", "b"} <= set(truth):
+        keys = sorted(map(str, truth)) if isinstance(truth, Mapping) else None
         raise EvalkitInputError("truth", "truth must be the truth dict of simulate_2pl (with 'theta' and 'b'), got "
-                                         f"{type(truth).__name__} with keys {sorted(map(str, truth)) if isinstance(truth, Mapping) else None}")
+                                         f"{type(truth).__name__} with keys {keys}")
     t_true = as_float_vector(truth["theta"], "truth")
     b_true = as_float_vector(truth["b"], "truth", allow_nan=True)
     t_fit = as_float_vector(theta, "theta", allow_nan=True)

@@ -18,6 +18,7 @@ fails when a function of ``evalkit.__all__`` has none, so a new function must be
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import warnings
 from collections.abc import Callable
@@ -45,13 +46,23 @@ SETTINGS = settings(max_examples=25, derandomize=True, deadline=None, database=N
 BAD_SCALARS = [float("nan"), float("inf"), -float("inf"), -1.0, 0.0, "0.05", None, True]
 
 
+def _rng(draw: Any) -> np.random.Generator:
+    """A numpy generator whose seed hypothesis draws (so examples replay and shrink)."""
+    return np.random.default_rng(draw(st.integers(0, 2**16)))
+
+
+def _size_and_rng(data: Any, lo: int, hi: int) -> tuple[int, np.random.Generator]:
+    """A generated size in ``[lo, hi]`` and a generator for the values of that size."""
+    return data.draw(st.integers(lo, hi)), _rng(data.draw)
+
+
 @st.composite
 def outcomes(draw: Any, n: int | None = None, kind: str = "any") -> np.ndarray:
     """Outcome vectors: 0/1 (possibly constant), fractions, or one of the codings to refuse."""
     n = draw(st.integers(4, 40)) if n is None else n
     k = draw(st.sampled_from(["binary", "constant1", "constant0", "fraction", "percent", "signed", "nan", "inf"])
              if kind == "any" else st.just(kind))
-    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    rng = _rng(draw)
     y = (rng.random(n) < draw(st.floats(0.05, 0.95))).astype(float)
     if k == "constant1":
         y[:] = 1.0
@@ -89,7 +100,7 @@ def labels(draw: Any, n: int) -> np.ndarray:
 
 @st.composite
 def weights(draw: Any, n: int) -> np.ndarray:
-    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    rng = _rng(draw)
     w = rng.uniform(0.5, 2.0, n) * draw(st.sampled_from([1e-300, 1e-5, 1.0, 1e5, 1e300]))
     bad = draw(st.sampled_from(["none", "none", "zero", "negative", "nan", "allzero"]))
     if bad == "zero":
@@ -275,8 +286,7 @@ def test_planning(data: Any) -> None:
 @SETTINGS
 @given(st.data())
 def test_weights_and_ipw_with_given_propensities(data: Any) -> None:
-    n = data.draw(st.integers(6, 40))
-    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    n, rng = _size_and_rng(data, 6, 40)
     p = rng.uniform(0.2, 1.0, n)
     kind = data.draw(st.sampled_from(["ok", "zero", "one", "tiny", "nan", "above"]))
     if kind == "zero":
@@ -326,8 +336,7 @@ def test_harmony_partition_and_agreement(data: Any) -> None:
 @SETTINGS
 @given(st.data())
 def test_bradley_terry(data: Any) -> None:
-    n = data.draw(st.integers(10, 60))
-    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    n, rng = _size_and_rng(data, 10, 60)
     w = rng.integers(0, 4, n)
     loser = (w + rng.integers(1, 4, n)) % 4
     if data.draw(st.booleans()):
@@ -357,6 +366,67 @@ def test_similarity(data: Any) -> None:
     check_contract(ek.similarity_bernoulli, (P[:, 0],), {}, names={"prob", "P"})
 
 
+BUDGETS = [5, 20, np.int64(8), 0.25, 0.5, 1.0, 50.0, 0, 1, -3, 41, True, float("nan"), "10", None]
+
+
+@SETTINGS
+@given(st.data())
+def test_budgets_and_active_estimators(data: Any) -> None:
+    """One unit per function: a count where a count is meant, a fraction where a fraction is; never the other read
+    silently as it (``budget=0.5`` is not 0 items, ``budgets=[50]`` is not 50%)."""
+    n, rng = _size_and_rng(data, 4, 40)
+    z = data.draw(outcomes(n=n))
+    q = rng.uniform(0.01, 1.0, n)
+    if data.draw(st.booleans()):
+        q[0] = data.draw(st.sampled_from([0.0, 1.5, np.nan, -0.1]))
+    p = rng.uniform(0.05, 0.95, n)
+    n_items = data.draw(st.sampled_from([40, 100, 0, -1, 2.5, True]))
+    r = check_contract(ek.active_pai, (z, q, p, p), {"n_items": n_items}, names={"z", "q", "p", "p_mean", "n_items"})
+    if isinstance(r, ek.Estimate):
+        assert math.isfinite(r.estimate) and r.se >= 0 and r.ci_low <= r.ci_high
+    Z = (rng.random((2, 40)) < 0.5).astype(float)
+    P = rng.uniform(0.05, 0.95, Z.shape)
+    bad_p = data.draw(st.booleans())
+    if bad_p:
+        P[0, 0] = data.draw(st.sampled_from([0.0, 1.0, np.nan]))
+    budget = data.draw(st.sampled_from(BUDGETS))
+    r = check_contract(ek.active_ceiling, (P, Z, budget), {}, names={"P", "Z", "budget"})
+    if not isinstance(r, EvalkitInputError):
+        assert isinstance(budget, (int, np.integer)) and 2 <= budget <= 40 and not isinstance(budget, bool)
+        assert np.isfinite(r.to_numpy()).all()
+    elif not bad_p and isinstance(budget, (float, np.floating)) and 0 < budget < 1:
+        assert r.argument == "budget" and "fraction" in str(r)
+    fraction = data.draw(st.sampled_from(BUDGETS))
+    r = check_contract(ek.active_study, (_active_data(),), {"budgets": [fraction], "factors": _factors(),
+                       "params": ek.ActiveParams(), "methods": ("no_such_method",)},
+                       names={"budgets", "methods"})
+    assert isinstance(r, EvalkitInputError)  # either the budget or, past it, the unknown method
+    if r.argument == "methods":
+        assert isinstance(fraction, float) and 0 < fraction < 1
+    elif isinstance(fraction, (int, np.integer)) and not isinstance(fraction, bool) and fraction >= 1:
+        assert "count" in str(r)
+
+
+@SETTINGS
+@given(st.data())
+def test_harmony_compare_and_sensitivity_tables(data: Any) -> None:
+    n = data.draw(st.integers(6, 24))
+    part = ek.partition_labels(np.arange(n) % 2)
+    y_a = data.draw(outcomes(n=n))
+    y_b = data.draw(st.one_of(st.just(y_a.copy()), outcomes(n=n), outcomes()))
+    r = check_contract(ek.harmony_compare, (y_a, y_b, part), {"n_boot": 20, "seed": 0},
+                       names={"y_a", "y_b", "b", "eps", "n_boot"})
+    _estimate_in_range(r, -1.0, 1.0)
+    deltas = np.sort(data.draw(st.lists(st.floats(-1.0, 1.0), min_size=2, max_size=6, unique=True)))
+    lo = data.draw(st.floats(0.0, 0.5))
+    table = pd.DataFrame({"delta": deltas, "estimate": lo + 0.1, "ci_low": lo, "ci_high": lo + 0.2})
+    if data.draw(st.booleans()):
+        table = table.drop(columns=data.draw(st.sampled_from(list(table.columns))))
+    r = check_contract(ek.sensitivity_tipping_point, (table,), {"reference": 0.3}, names={"table", "reference"})
+    if isinstance(r, dict):
+        assert r["conclusion_at_0"] in ("above", "below", "undecided")
+
+
 # --------------------------------------------------------------------------------------------
 # DOOR tier: bad values of named arguments must raise an EvalkitInputError naming them
 # --------------------------------------------------------------------------------------------
@@ -366,14 +436,17 @@ def _sim() -> pd.DataFrame:
     return ek.simulate_clustered(n_clusters=8, cluster_size=6, mean=0.6, icc=0.1, rng=1, beta_x=1.0)
 
 
+@functools.cache
 def _fit_irt() -> ek.IRTFit:
     return ek.irt_fit((np.random.default_rng(0).random((12, 10)) < 0.5).astype(float), ridge=0.1)
 
 
+@functools.cache
 def _factors() -> ek.ActiveFactors:
     return ek.active_factor_fit((np.random.default_rng(0).random((12, 20)) < 0.5).astype(float), rank=2)
 
 
+@functools.cache
 def _ecc() -> tuple[Any, Any]:
     sim = ek.ecc_simulate(n_queries=40, n_models=4, K=2, dim=4, seed=0)
     return sim, ek.ecc_fit(sim.pairs, sim.embeddings, K=2, seed=0)
@@ -406,7 +479,7 @@ DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
     "as_rng": [("seed", lambda: ek.as_rng(None))],
     "long_validate": [("df", lambda: ek.long_validate(pd.DataFrame({"model": ["a"]})))],
     "long_to_matrix": [("df", lambda: ek.long_to_matrix(pd.DataFrame({"model": ["a"]})))],
-    "matrix_to_long": [("m", lambda: ek.matrix_to_long(NOT_A_FRAME))],  # type: ignore[arg-type]
+    "matrix_to_long": [("m", lambda: ek.matrix_to_long(NOT_A_FRAME))],
     "dataset_search_path": [],
     "dataset_list": [],
     "dataset_info": [("name", lambda: ek.dataset_info("no_such_dataset"))],
@@ -449,7 +522,7 @@ DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
     "ipw_compare": [("y_b", lambda: ek.ipw_compare(np.ones(6), np.ones(5), np.arange(6) % 2))],
     "ipw_bootstrap": [("seed", lambda: ek.ipw_bootstrap(_sim()["correct"], _sim()["cluster"], seed=None))],
     "missing_breakdown": [("long_df", lambda: ek.missing_breakdown(NOT_A_FRAME)),
-                          ("long_df", lambda: ek.missing_breakdown(_long().assign(correct=lambda d: 100 * d["correct"]))),
+                          ("long_df", lambda: ek.missing_breakdown(_long().assign(correct=lambda d: 100 * d.correct))),
                           ("cluster", lambda: ek.missing_breakdown(_long(), cluster="no_such_column"))],
     "missing_features": [("long_df", lambda: ek.missing_features(NOT_A_FRAME, model="A")),
                          ("model", lambda: ek.missing_features(_long(), model="no_such_model"))],
@@ -549,8 +622,8 @@ DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
     "harmony_validate": [("n_reps", lambda: ek.harmony_validate(n_reps=0))],
     "harmony_correlate": [("runs", lambda: ek.harmony_correlate(pd.DataFrame()))],
     "repro_report_write": [("rows_dir", lambda: ek.repro_report_write("/nonexistent/rows", "/tmp/evalkit-out"))],
-    "plot_color": [("name", lambda: ek.plot_color(None)),                # type: ignore[arg-type]
-                   ("name", lambda: ek.plot_color(float("nan")))],        # type: ignore[arg-type]
+    "plot_color": [("name", lambda: ek.plot_color(None)),
+                   ("name", lambda: ek.plot_color(float("nan")))],
     "plot_style": [],
     "plot_intervals": [("table", lambda: ek.plot_intervals(pd.DataFrame(), label="x"))],
     "plot_coverage": [("summary", lambda: ek.plot_coverage(pd.DataFrame(), x="n"))],
@@ -574,7 +647,7 @@ DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
     "report_build": [("long_df", lambda: ek.report_build(pd.DataFrame({"model": ["a"]}))),
                      ("long_df", lambda: ek.report_build(_long().assign(correct=lambda d: 100 * d["correct"]))),
                      ("cluster", lambda: ek.report_build(_long(), cluster="no_such_column"))],
-    "report_write": [("rep", lambda: ek.report_write(NOT_A_FRAME, "/tmp/evalkit-out"))],  # type: ignore[arg-type]
+    "report_write": [("rep", lambda: ek.report_write(NOT_A_FRAME, "/tmp/evalkit-out"))],
     "plan_variance": [("models", lambda: ek.plan_variance(_long(), 1)),
                       ("long_df", lambda: ek.plan_variance(_long().assign(correct=7.0), ["A", "B"]))],
     "plan_power_plot": [("power", lambda: ek.plan_power_plot(power=1.5))],
@@ -587,7 +660,8 @@ PROPERTY = {
     "plan_se", "plan_sample_size", "plan_resample_gain", "plan_zero_failures", "weights_compute",
     "ipw_estimate", "harmony_score", "harmony_profile", "partition_ari", "ecc_cluster_agreement",
     "partition_labels", "partition_silhouette", "bt_fit", "bt_encode", "bt_simulate", "similarity_matrix",
-    "similarity_bernoulli",
+    "similarity_bernoulli", "active_pai", "active_ceiling", "active_study", "harmony_compare",
+    "sensitivity_tipping_point",
 }
 
 def _public_functions() -> list[str]:
