@@ -182,12 +182,14 @@ def check_alpha(alpha: float) -> float:
 # (:func:`check_seed`): two identical calls give identical results. Only ``alpaca_pairs`` keeps
 # ``seed=None`` (no subsampling: the full table, nothing random).
 #
-# Budgets. One unit: a budget is the number of items queried, an int with
-# ``2 <= budget <= n_items`` (``active_run``, ``active_tune``, ``active_ceiling``; results always
-# report that count). Study drivers that sweep banks of different sizes (``active_study``,
-# ``active_loo``) take a budget as a fraction of the bank in (0, 1) and convert it to the count
-# ``max(2, round(fraction * n_items))``; :func:`check_budget` refuses a count where a fraction is
-# meant and a fraction where a count is meant, saying so.
+# Budgets. One unit per kind of function (docs/methods/faq-active-evaluation.md says the same): a
+# function that runs one evaluation on one bank takes the number of items queried, an int with
+# ``2 <= budget <= n_items`` (``active_run``, ``active_tune``, ``active_ceiling``,
+# ``active_sampling_trace``, ``active_plot_run``; results always report that count). Study drivers
+# that sweep banks of different sizes (``active_study``'s ``budgets`` and ``tune_budget``,
+# ``active_loo``'s ``budget``) take a fraction of the bank in (0, 1) and convert it to the count
+# ``max(2, round(fraction * n_items))``. :func:`check_budget` refuses a count where a fraction is
+# meant and a fraction where a count is meant, saying so (``budgets=[50]`` is not read as 50%).
 
 
 def _is_int(x: object) -> bool:

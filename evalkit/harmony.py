@@ -107,7 +107,7 @@ def _check_b(b: float) -> float:
     return float(b)
 
 
-def _psi(Y: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
+def _psi(Y: np.ndarray, labels: np.ndarray, k: int, names: np.ndarray | None = None, arg: str = "Y") -> np.ndarray:
     """Per-model, per-sub-domain mean of the observed outcomes, shape ``(n_models, k)``."""
     obs = ~np.isnan(Y)
     onehot = np.zeros((Y.shape[1], k))
@@ -115,8 +115,11 @@ def _psi(Y: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
     n_obs = obs.astype(float) @ onehot
     if (n_obs == 0).any():
         f, g = np.argwhere(n_obs == 0)[0]
+        where = f"sub-domain {names[g]!r} (number {g})" if names is not None and len(names) == k else f"sub-domain {g}"
+        who = "the model" if Y.shape[0] == 1 else f"the model in row {f} of {arg}"
         raise EvalkitInputError(
-            "outcomes", f"model {f} has no observed outcome in sub-domain {g}: its accuracy there is undefined")
+            arg, f"{who} has no observed outcome in {where}: its accuracy there is undefined "
+                 f"({int(n_obs[f].sum())} outcomes observed elsewhere); merge that sub-domain or drop the model")
     return (np.where(obs, Y, 0.0) @ onehot) / n_obs
 
 
@@ -164,7 +167,7 @@ def harmony_profile(y: npt.ArrayLike, partition: Partition, *, b: float = DEFAUL
         raise EvalkitInputError("outcomes", "harmony_profile takes one model's outcomes, shape (n_items,)")
     b = _check_b(b)
     w = partition.sizes / partition.n_items
-    psi = _psi(Y, partition.labels, partition.k)[0]
+    psi = _psi(Y, partition.labels, partition.k, partition.names, "y")[0]
     H, mass = _harmony_from_psi(psi, w, b, eps)
     mu = float((w * psi).sum())
     out = pd.DataFrame({"size": partition.sizes, "weight": w, "accuracy": psi, "deviation": psi - mu,
@@ -228,7 +231,7 @@ def harmony_score(Y: npt.ArrayLike, partition: Partition, *, b: float = DEFAULT_
         raise EvalkitInputError("eps", f"eps must be non-negative, got {eps}")
     check_range(eps, "eps", 0.0, 1e-3)
     w = partition.sizes / partition.n_items
-    H, _ = _harmony_from_psi(_psi(Yf, partition.labels, partition.k), w[None, :], b, eps)
+    H, _ = _harmony_from_psi(_psi(Yf, partition.labels, partition.k, partition.names, "Y"), w[None, :], b, eps)
     return float(H[0]) if one else H
 
 
@@ -495,7 +498,7 @@ def harmony_benchmark(Y: npt.ArrayLike, partition: Partition, *, name: str = "be
     rng = as_rng(seed)
     H = harmony_score(Yf, partition, b=b, eps=eps)
     w = partition.sizes / partition.n_items
-    acc = (_psi(Yf, partition.labels, partition.k) * w).sum(axis=1)
+    acc = (_psi(Yf, partition.labels, partition.k, partition.names, "Y") * w).sum(axis=1)
     data = _BootData.of(Yf, partition)
     reps = np.array([_boot_harmony(data, counts, b, eps)
                      for counts in _strata_draws(partition, n_boot, rng, clusters)])

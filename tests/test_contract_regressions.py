@@ -499,3 +499,73 @@ def test_defect_35_balanced_zero_se_names_the_real_cause():
         ek.mean_estimate(y, np.repeat(np.arange(30), 4))
     text = " ".join(str(w.message) for w in rec)
     assert "every cluster has the same mean" in text and "every outcome is 0" not in text
+
+
+# --------------------------------------------------------------------------------------------
+# Part B of the review (a real leaderboard table); B1-B6 are tested with evalkit report
+# (tests/test_report.py, test_b1_... to test_b6_...)
+# --------------------------------------------------------------------------------------------
+
+
+def test_b7_irt_extreme_items_are_counted_exactly_and_the_advice_fits_the_fit():
+    """The quasi-separation warning counted items by an upper bound (120 said, 38 real) and told a converged
+    ridge fit its parameters "grow with more iterations"; ML fits were not pointed at ``ridge``."""
+    from evalkit.irt import _EXTREME_LOGIT
+
+    rng = np.random.default_rng(3)
+    ability = rng.normal(size=60)
+    Y = (rng.random((60, 40)) < 1 / (1 + np.exp(-ability[:, None]))).astype(float)
+    Y[:, :4] = (ability[:, None] > np.array([-0.5, 0.0, 0.3, 0.6])).astype(float)   # four separated items
+    for ridge in (0.0, 0.1):
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            fit = ek.irt_fit(Y, ridge=ridge)
+        said = [str(w.message) for w in rec if "reach fitted log-odds" in str(w.message)]
+        logits = (np.outer(fit.theta, fit.a) + fit.b) / fit.sigma
+        real = int((np.abs(logits) > _EXTREME_LOGIT).any(axis=0).sum())
+        if ridge == 0.0:
+            assert real > 0
+        assert (real == 0 and not said) or (len(said) == 1 and said[0].startswith(f"irt: {real} items"))
+        if said and ridge > 0:
+            assert "grow with more iterations" not in said[0]
+        elif said:
+            assert "ridge" in said[0]
+    # abilities in [0.1, 1], a = 0.6 T, b = -0.6 T: the log-odds stay in [-0.54 T, 0] although the bound
+    # max|theta| |a| + |b| = 1.2 T passes T; the bound said "1 item", the exact count says none
+    from evalkit.irt import _check_extreme
+
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        _check_extreme(np.array([0.1, 1.0]), np.array([0.6 * _EXTREME_LOGIT]), np.array([-0.6 * _EXTREME_LOGIT]), 1.0)
+    assert not rec
+
+
+def test_b8_budgets_have_one_unit_per_function_and_refuse_the_other(small_factors):
+    """``budget`` was a fraction in ``active_loo`` but a count in ``active_run``, and nothing refused the other
+    form: a count stays a count (``active_run``), a fraction a fraction (``active_loo``, ``active_study``)."""
+    Z = np.ones((1, 60))
+    Z[0, ::3] = 0.0
+    with _raises("budget") as info:
+        ek.active_run(Z, small_factors, 0.1, seed=0)                   # 10% is not 0 items
+    assert "fraction" in str(info.value)
+    assert ek.active_run(Z, small_factors, 6, seed=0).n_queries[0, 0] == 6
+    with _raises("budget") as info:
+        ek.active_loo(np.eye(4), budget=50)                              # 50 items is not 50%
+    assert "count" in str(info.value)
+    with _raises("budget"):
+        ek.active_ceiling(np.full((1, 60), 0.5), Z, 0.25)
+    for budget in (True, float("nan"), "6", 1):
+        with _raises("budget"):
+            ek.active_run(Z, small_factors, budget, seed=0)
+
+
+def test_b9_harmony_names_the_sub_domain_without_outcomes():
+    """HARMONY refused with "model 4 has no observed outcome in sub-domain 1": indices, not names."""
+    part = ek.partition_labels(np.array(["algebra", "algebra", "geometry", "geometry"]))
+    Y = np.array([[1.0, 0.0, 1.0, 0.0], [1.0, 1.0, np.nan, np.nan]])
+    with _raises("Y") as info:
+        ek.harmony_score(Y, part)
+    assert "'geometry'" in str(info.value) and "row 1" in str(info.value)
+    with _raises("y") as info:
+        ek.harmony_profile(Y[1], part)
+    assert "'geometry'" in str(info.value)
