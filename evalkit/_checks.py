@@ -110,9 +110,13 @@ def as_labels(labels: npt.ArrayLike, n: int, name: str = "clusters") -> tuple[np
     if arr.ndim != 1:
         raise EvalkitInputError(name, f"{name} must be one-dimensional, got shape {arr.shape}")
     if arr.shape[0] != n:
-        raise EvalkitInputError(name, f"{name} has {arr.shape[0]} labels but the data have {n} rows; they must align")
+        raise EvalkitInputError(name, f"{name} has {arr.shape[0]} labels but the outcomes have {n} entries; they "
+                                      "must align")
     if arr.dtype.kind == "f" and np.isnan(arr).any():
         raise EvalkitInputError(name, f"{name} contains NaN labels; give every item a cluster")
+    if arr.dtype.kind in "mM" and np.isnat(arr).any():
+        raise EvalkitInputError(name, f"{name} contains {int(np.isnat(arr).sum())} missing (NaT) labels; give every "
+                                      "item a cluster")
     if arr.dtype.kind in "iubfcmM":
         codes_f, uniq_f = pd.factorize(arr, sort=True)
         return codes_f.astype(np.intp), np.asarray(uniq_f)

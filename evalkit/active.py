@@ -509,8 +509,9 @@ def _check_outcomes(Z: npt.ArrayLike, n_items: int | None, name: str = "Z") -> n
         raise EvalkitInputError(name, f"{name} must be a (n_models, n_items) 0/1 matrix of numbers ({exc})") from exc
     if arr.ndim == 1:
         arr = arr[None, :]
-    if arr.ndim != 2:
-        raise EvalkitInputError(name, f"{name} must be a (n_models, n_items) 0/1 matrix, got shape {arr.shape}")
+    if arr.ndim != 2 or arr.size == 0:
+        raise EvalkitInputError(name, f"{name} must be a non-empty (n_models, n_items) 0/1 matrix, got shape "
+                                      f"{arr.shape}")
     if n_items is not None and arr.shape[1] != n_items:
         raise EvalkitInputError(name, f"{name} has {arr.shape[1]} items but the factor model has {n_items}; "
                                       "they must align")

@@ -846,12 +846,16 @@ _ITEM_COLUMNS: dict[str, tuple[str, ...]] = {
 
 
 def _options_key(options: Mapping[str, Any]) -> tuple:
-    def freeze(v: Any) -> Any:
-        if isinstance(v, (list, tuple, set, np.ndarray, pd.Index, pd.Series)):
-            return ("__seq__", tuple(v))
-        return v
+    def freeze(k: str, v: Any) -> Any:
+        out = ("__seq__", tuple(v)) if isinstance(v, (list, tuple, set, np.ndarray, pd.Index, pd.Series)) else v
+        try:
+            hash(out)
+        except TypeError:
+            raise EvalkitInputTypeError(
+                k, f"{k} must be a str, a number or a list of them, got {type(v).__name__} {v!r}") from None
+        return out
 
-    return tuple(sorted((k, freeze(v)) for k, v in options.items()))
+    return tuple(sorted((k, freeze(k, v)) for k, v in options.items()))
 
 
 @functools.lru_cache(maxsize=8)

@@ -115,7 +115,9 @@ def _psi(Y: np.ndarray, labels: np.ndarray, k: int, names: np.ndarray | None = N
     n_obs = obs.astype(float) @ onehot
     if (n_obs == 0).any():
         f, g = np.argwhere(n_obs == 0)[0]
-        where = f"sub-domain {names[g]!r} (number {g})" if names is not None and len(names) == k else f"sub-domain {g}"
+        where = f"sub-domain {g}"
+        if names is not None and len(names) == k:
+            where = f"sub-domain {str(names[g])!r} (number {g})"
         who = "the model" if Y.shape[0] == 1 else f"the model in row {f} of {arg}"
         raise EvalkitInputError(
             arg, f"{who} has no observed outcome in {where}: its accuracy there is undefined "

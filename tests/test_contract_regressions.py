@@ -569,3 +569,29 @@ def test_b9_harmony_names_the_sub_domain_without_outcomes():
     with _raises("y") as info:
         ek.harmony_profile(Y[1], part)
     assert "'geometry'" in str(info.value)
+
+
+# --------------------------------------------------------------------------------------------
+# "Unclear crashes" of part A (raw numpy/pandas errors), each now an input error naming its argument
+# --------------------------------------------------------------------------------------------
+
+UNCLEAR_CRASHES = {
+    "dataset_load_models_dict": ("models", lambda f: ek.dataset_load("mmlu_pro_official", models={"a": 1})),
+    "active_run_empty_Z": ("Z", lambda f: ek.active_run(np.empty((0, 60)), f, 5, seed=0)),
+    "nat_clusters": ("clusters", lambda f: ek.mean_estimate(np.ones(4), pd.to_datetime(
+        ["2020-01-01", None, "2020-01-02", "2020-01-02"]))),
+    "length_mismatch_names_the_outcomes": ("clusters", lambda f: ek.mean_estimate(np.ones(119), np.arange(120) % 4)),
+    "matrix_to_long_not_a_matrix": ("m", lambda f: ek.matrix_to_long(pd.DataFrame())),
+    "missing_breakdown_not_a_table": ("long_df", lambda f: ek.missing_breakdown("runs.csv")),
+    "propensity_diagnostics_p_above_one": ("p", lambda f: ek.propensity_diagnostics(
+        np.r_[np.ones(5), np.zeros(5)], np.full(10, 1.5), plot=False)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNCLEAR_CRASHES))
+def test_unclear_crashes_are_input_errors_naming_the_argument(case, small_factors):
+    argument, call = UNCLEAR_CRASHES[case]
+    with _raises(argument) as info:
+        call(small_factors)
+    if case == "length_mismatch_names_the_outcomes":
+        assert "outcomes have 119" in str(info.value)

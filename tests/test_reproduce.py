@@ -525,7 +525,7 @@ def test_command_line_reports_bad_paths_without_a_traceback(tmp_path, capsys) ->
     a_file = tmp_path / "taken"
     a_file.write_text("x")
     assert main([str(path.parent), str(a_file)]) == 1
-    assert "error: the output folder" in capsys.readouterr().err and a_file.read_text() == "x"
+    assert "the output folder" in capsys.readouterr().err and a_file.read_text() == "x"
     assert main([str(path), str(tmp_path / "out")]) == 1  # the row *file* given as the folder
     assert "is a file" in capsys.readouterr().err
     (path.parent / "old.json").mkdir()  # a directory named like a row file
