@@ -53,7 +53,7 @@ from .clustered import (
     n_effective,
 )
 from .data import _long_validate
-from .errors import DegenerateDataWarning, EvalkitInputError, OverlapWarning
+from .errors import DegenerateDataWarning, EvalkitInputError, EvalkitInputTypeError, OverlapWarning
 from .missing_propensity import (
     PropensityFit,
     PropensityKind,
@@ -636,6 +636,21 @@ def _long_input(long_df: pd.DataFrame, cluster: str = "cluster") -> pd.DataFrame
     return long_df
 
 
+def _long_columns(long_df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """A light check of ``long_df`` (a DataFrame with ``columns``, numeric ``correct``), for functions called once
+    per model on a table that was validated before."""
+    if not isinstance(long_df, pd.DataFrame):
+        raise EvalkitInputTypeError("long_df", f"long_df must be a pandas DataFrame (a long table), got "
+                                               f"{type(long_df).__name__}")
+    lacking = [c for c in columns if c not in long_df.columns]
+    if lacking:
+        raise EvalkitInputError("long_df", f"the long table lacks columns {lacking}; it has {list(long_df.columns)}")
+    if "correct" in columns and not pd.api.types.is_numeric_dtype(long_df["correct"]):
+        raise EvalkitInputError("long_df", "column 'correct' must be numeric (0/1, NaN where missing), got dtype "
+                                           f"{long_df['correct'].dtype}")
+    return long_df
+
+
 def missing_breakdown(long_df: pd.DataFrame, *, cluster: str = "cluster") -> tuple[pd.DataFrame, pd.DataFrame]:
     """Missingness by reason and by cluster, per model.
 
@@ -700,7 +715,7 @@ def missing_features(
         Unknown model, a table with a single model, both ``texts`` and ``lengths``, or items
         without a text or length.
     """
-    df = _long_input(long_df)
+    df = _long_columns(long_df, ("model", "item", "correct"))
     if model not in set(df["model"]):
         raise EvalkitInputError("model", f"model {model!r} is not in the table")
     if df["model"].nunique() < 2:
