@@ -480,8 +480,8 @@ DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
     "long_validate": [("df", lambda: ek.long_validate(pd.DataFrame({"model": ["a"]})))],
     "long_to_matrix": [("df", lambda: ek.long_to_matrix(pd.DataFrame({"model": ["a"]})))],
     "matrix_to_long": [("m", lambda: ek.matrix_to_long(NOT_A_FRAME))],
-    "dataset_search_path": [],
-    "dataset_list": [],
+    "dataset_search_path": [],   # no argument: nothing to refuse
+    "dataset_list": [],          # no argument
     "dataset_info": [("name", lambda: ek.dataset_info("no_such_dataset"))],
     "dataset_path": [("name", lambda: ek.dataset_path("no_such_dataset", "x.csv"))],
     "dataset_load": [("name", lambda: ek.dataset_load("no_such_dataset")),
@@ -624,7 +624,7 @@ DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
     "repro_report_write": [("rows_dir", lambda: ek.repro_report_write("/nonexistent/rows", "/tmp/evalkit-out"))],
     "plot_color": [("name", lambda: ek.plot_color(None)),
                    ("name", lambda: ek.plot_color(float("nan")))],
-    "plot_style": [],
+    "plot_style": [],            # no argument
     "plot_intervals": [("table", lambda: ek.plot_intervals(pd.DataFrame(), label="x"))],
     "plot_coverage": [("summary", lambda: ek.plot_coverage(pd.DataFrame(), x="n"))],
     "plot_coverage_designs": [("summary", lambda: ek.plot_coverage_designs(pd.DataFrame()))],
