@@ -12,7 +12,7 @@ import math
 import os
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -20,7 +20,7 @@ import numpy.typing as npt
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from .errors import EvalkitInputError, EvalkitWarning
+from .errors import EvalkitInputError, EvalkitInputTypeError, EvalkitWarning
 
 __all__ = ["EvalkitInputError", "EvalkitWarning", "warn"]
 
@@ -110,9 +110,13 @@ def as_labels(labels: npt.ArrayLike, n: int, name: str = "clusters") -> tuple[np
     if arr.ndim != 1:
         raise EvalkitInputError(name, f"{name} must be one-dimensional, got shape {arr.shape}")
     if arr.shape[0] != n:
-        raise EvalkitInputError(name, f"{name} has {arr.shape[0]} labels but the data have {n} rows; they must align")
+        raise EvalkitInputError(name, f"{name} has {arr.shape[0]} labels but the outcomes have {n} entries; they "
+                                      "must align")
     if arr.dtype.kind == "f" and np.isnan(arr).any():
         raise EvalkitInputError(name, f"{name} contains NaN labels; give every item a cluster")
+    if arr.dtype.kind in "mM" and np.isnat(arr).any():
+        raise EvalkitInputError(name, f"{name} contains {int(np.isnat(arr).sum())} missing (NaT) labels; give every "
+                                      "item a cluster")
     if arr.dtype.kind in "iubfcmM":
         codes_f, uniq_f = pd.factorize(arr, sort=True)
         return codes_f.astype(np.intp), np.asarray(uniq_f)
@@ -182,12 +186,14 @@ def check_alpha(alpha: float) -> float:
 # (:func:`check_seed`): two identical calls give identical results. Only ``alpaca_pairs`` keeps
 # ``seed=None`` (no subsampling: the full table, nothing random).
 #
-# Budgets. One unit: a budget is the number of items queried, an int with
-# ``2 <= budget <= n_items`` (``active_run``, ``active_tune``, ``active_ceiling``; results always
-# report that count). Study drivers that sweep banks of different sizes (``active_study``,
-# ``active_loo``) take a budget as a fraction of the bank in (0, 1) and convert it to the count
-# ``max(2, round(fraction * n_items))``; :func:`check_budget` refuses a count where a fraction is
-# meant and a fraction where a count is meant, saying so.
+# Budgets. One unit per kind of function (docs/methods/faq-active-evaluation.md says the same): a
+# function that runs one evaluation on one bank takes the number of items queried, an int with
+# ``2 <= budget <= n_items`` (``active_run``, ``active_tune``, ``active_ceiling``,
+# ``active_sampling_trace``, ``active_plot_run``; results always report that count). Study drivers
+# that sweep banks of different sizes (``active_study``'s ``budgets`` and ``tune_budget``,
+# ``active_loo``'s ``budget``) take a fraction of the bank in (0, 1) and convert it to the count
+# ``max(2, round(fraction * n_items))``. :func:`check_budget` refuses a count where a fraction is
+# meant and a fraction where a count is meant, saying so (``budgets=[50]`` is not read as 50%).
 
 
 def _is_int(x: object) -> bool:
@@ -258,9 +264,12 @@ def check_budget(budget: object, n_items: int, name: str = "budget", *, fraction
     """
     if fraction:
         if _is_int(budget) and int(budget) >= 1:  # type: ignore[call-overload]
+            count = int(budget)  # type: ignore[call-overload]
+            hint = (f"for {count} of the {n_items} items pass {count / n_items:.4g}" if count < n_items else
+                    f"and it is not below the {n_items} items; a percentage must be divided by 100")
             raise EvalkitInputError(
                 name, f"{name} is a fraction of the items in (0, 1) here; {budget!r} looks like a count of items "
-                f"(pass {budget}/{n_items})"
+                f"({hint})"
             )
         f = check_range(budget, name, 0.0, 1.0, closed="neither")
         return max(2, int(round(f * n_items)))
@@ -378,6 +387,24 @@ def align_series(ref: object, other: object, name: str) -> object:
             "evalkit aligns pandas inputs by index, not position (pass arrays to pair by position)"
         )
     return other.reindex(ref.index)
+
+
+def check_table(table: object, name: str, columns: Sequence[str], *, source: str = "",
+                min_rows: int = 1) -> pd.DataFrame:
+    """Check a results table: a DataFrame with ``columns`` and at least ``min_rows`` rows.
+
+    ``source`` names the function whose output the table should be (said in the message).
+    """
+    made_by = f" (the output of {source})" if source else ""
+    if not isinstance(table, pd.DataFrame):
+        raise EvalkitInputTypeError(name, f"{name} must be a pandas DataFrame{made_by}, got {type(table).__name__}")
+    lacking = [c for c in columns if c not in table.columns]
+    if lacking:
+        raise EvalkitInputError(name, f"{name} lacks columns {lacking}; it needs {list(columns)}{made_by}; "
+                                      f"it has {list(table.columns)[:12]}")
+    if len(table) < min_rows:
+        raise EvalkitInputError(name, f"{name} has {len(table)} rows; it needs at least {min_rows}{made_by}")
+    return table
 
 
 def as_nonneg_weights(weights: npt.ArrayLike, n: int, name: str = "weights") -> np.ndarray:

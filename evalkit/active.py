@@ -47,6 +47,7 @@ from ._checks import (
     as_binary_vector,
     as_float_vector,
     check_alpha,
+    check_budget,
     check_int,
     check_positive,
     check_seed,
@@ -459,7 +460,11 @@ class ActiveResult:
     ----------
     method : str
     budget : int
-        ``n_b``, queries per model and trial (in expectation for ``active_inference``).
+        ``n_b``, the number of items queried per model and trial (in expectation for
+        ``active_inference``), an int in ``2 .. n_items``. A budget is a count of items in every
+        function that runs one evaluation; a fraction such as ``0.1`` is refused (pass
+        ``round(0.1 * n_items)``). Only the study drivers :func:`active_study` and
+        :func:`active_loo`, which sweep banks of different sizes, take fractions of the bank.
     estimate, se, ci_low, ci_high : (n_models, n_trials) float arrays
     truth : (n_models,) float array
         ``mean_j z_j`` of each model's full row.
@@ -496,23 +501,29 @@ class ActiveResult:
         })
 
 
-def _check_outcomes(Z: npt.ArrayLike, n_items: int) -> np.ndarray:
-    arr = np.asarray(Z, dtype=float)
+def _check_outcomes(Z: npt.ArrayLike, n_items: int | None, name: str = "Z") -> np.ndarray:
+    """``Z`` as a (n_models, n_items) 0/1 float matrix (a vector is one model); ``n_items`` None: any width."""
+    try:
+        arr = np.asarray(Z, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise EvalkitInputError(name, f"{name} must be a (n_models, n_items) 0/1 matrix of numbers ({exc})") from exc
     if arr.ndim == 1:
         arr = arr[None, :]
-    if arr.ndim != 2:
-        raise EvalkitInputError("Z", f"Z must be a (n_models, n_items) 0/1 matrix, got shape {arr.shape}")
-    if arr.shape[1] != n_items:
-        raise EvalkitInputError("Z", f"Z has {arr.shape[1]} items but the factor model has {n_items}; they must align")
+    if arr.ndim != 2 or arr.size == 0:
+        raise EvalkitInputError(name, f"{name} must be a non-empty (n_models, n_items) 0/1 matrix, got shape "
+                                      f"{arr.shape}")
+    if n_items is not None and arr.shape[1] != n_items:
+        raise EvalkitInputError(name, f"{name} has {arr.shape[1]} items but the factor model has {n_items}; "
+                                      "they must align")
     if np.isnan(arr).any():
-        raise EvalkitInputError("Z",
-            f"Z contains {int(np.isnan(arr).sum())} NaN values: the item bank must be fully observed for "
+        raise EvalkitInputError(name,
+            f"{name} contains {int(np.isnan(arr).sum())} NaN values: the item bank must be fully observed for "
             "the queried models (restrict the bank to a model's observed items, as active_run's real-data "
             "use in notebook 06 does)"
         )
     bad = (arr != 0) & (arr != 1)
     if bad.any():
-        raise EvalkitInputError("Z", f"Z must hold 0/1 outcomes; found {int(bad.sum())} other values")
+        raise EvalkitInputError(name, f"{name} must hold 0/1 outcomes; found {int(bad.sum())} other values")
     return arr
 
 
@@ -658,6 +669,10 @@ def active_pai(z: npt.ArrayLike, q: npt.ArrayLike, p: npt.ArrayLike, p_mean: npt
     >>> round(est.estimate, 3)
     0.575
     """
+    check_int(n_items, "n_items", minimum=1)
+    if variance not in ("source", "empirical"):
+        raise EvalkitInputError("variance", f"variance must be 'source' or 'empirical', got {variance!r}")
+    check_alpha(alpha)
     zz = as_binary_vector(z, "z")
     qq = as_float_vector(q, "q")
     pp = as_float_vector(p, "p")
@@ -667,16 +682,11 @@ def active_pai(z: npt.ArrayLike, q: npt.ArrayLike, p: npt.ArrayLike, p_mean: npt
             "z", f"z, q, p and p_mean must have the same length, got {zz.size}, {qq.size}, {pp.size}, "
                          f"{pm.size}")
     if zz.size < 2:
-        raise EvalkitInputError("n_steps", "PAI needs at least 2 steps")
+        raise EvalkitInputError("z", f"PAI needs at least 2 steps (z, q, p and p_mean of length >= 2), got {zz.size}")
     if ((qq <= 0) | (qq > 1)).any():
         raise EvalkitInputError("q", "q must hold the sampling probabilities q_t(I_t), in (0, 1]")
     if ((pp < 0) | (pp > 1) | (pm < 0) | (pm > 1)).any():
         raise EvalkitInputError("p", "p and p_mean must be probabilities in [0, 1]")
-    if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or n_items < 1:
-        raise EvalkitInputError("n_items", f"n_items must be a positive int, got {n_items!r}")
-    if variance not in ("source", "empirical"):
-        raise EvalkitInputError("variance", f"variance must be 'source' or 'empirical', got {variance!r}")
-    check_alpha(alpha)
     est, se = _pai(zz[None], qq[None], pp[None], pm[None], int(n_items), variance)
     lo, hi = _wald(est, se, alpha)
     return Estimate(float(est[0]), float(se[0]), float(lo[0]), float(hi[0]), math.inf, "PAI", int(zz.size))
@@ -993,7 +1003,11 @@ def active_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, method:
     factors : ActiveFactors
         Stage 1 fit on historical models only (never on the rows of ``Z``).
     budget : int
-        ``n_b``, queries per model and trial (in expectation for ``active_inference``).
+        ``n_b``, the number of items queried per model and trial (in expectation for
+        ``active_inference``), an int in ``2 .. n_items``. A budget is a count of items in every
+        function that runs one evaluation; a fraction such as ``0.1`` is refused (pass
+        ``round(0.1 * n_items)``). Only the study drivers :func:`active_study` and
+        :func:`active_loo`, which sweep banks of different sizes, take fractions of the bank.
     method : str
         One of :data:`METHODS`.
     params : ActiveParams, optional
@@ -1039,8 +1053,7 @@ def active_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, method:
         raise EvalkitInputError("method", f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     arr = _check_outcomes(Z, factors.n_items)
     N = arr.shape[1]
-    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or not 2 <= budget <= N:
-        raise EvalkitInputError("budget", f"budget must be an int between 2 and n_items = {N}, got {budget!r}")
+    budget = check_budget(budget, N)
     if method == "faq_norep" and budget >= N:
         raise EvalkitInputError("budget", "without replacement the budget must be below n_items")
     if isinstance(n_trials, bool) or not isinstance(n_trials, (int, np.integer)) or n_trials < 1:
@@ -1095,6 +1108,7 @@ def active_sampling_trace(z: npt.ArrayLike, factors: ActiveFactors, budget: int,
     z : (n_items,) 0/1 array
     factors : ActiveFactors
     budget : int
+        The number of items queried (a count, ``2 .. n_items - 1``; see :func:`active_run`).
     params : ActiveParams, optional
     seed : int
     replace : bool
@@ -1105,12 +1119,12 @@ def active_sampling_trace(z: npt.ArrayLike, factors: ActiveFactors, budget: int,
     (budget, n_items) float array
         Row ``t - 1`` is ``q_t``.
     """
-    arr = _check_outcomes(z, factors.n_items)
+    arr = _check_outcomes(z, factors.n_items, "z")
     if arr.shape[0] != 1:
-        raise EvalkitInputError("y", "active_sampling_trace takes one model's outcome vector")
+        raise EvalkitInputError("z", f"active_sampling_trace takes one model's outcome vector, got shape {arr.shape}")
     N = arr.shape[1]
-    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or not 2 <= budget < N:
-        raise EvalkitInputError("budget", f"budget must be an int between 2 and n_items - 1 = {N - 1}, got {budget!r}")
+    budget = check_budget(budget, N - 1)
+    check_seed(seed)
     prm = params if params is not None else ActiveParams()
     run_prm = _effective_params(prm, int(budget))
     _, _, info = _faq_batch(arr, factors, int(budget), run_prm, _rngs(seed, 1, 1), replace_draws=replace,

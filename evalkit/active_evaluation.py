@@ -27,8 +27,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from ._checks import as_probabilities, check_budget, check_int, check_seed
 from .active import (
     ACTIVE_SETTINGS,
+    METHODS,
     ActiveFactors,
     ActiveParams,
     ActiveResult,
@@ -81,6 +83,7 @@ def active_tune(Z_val: npt.ArrayLike, factors: ActiveFactors, budget: int, *,
         Full outcomes of the validation models.
     factors : ActiveFactors
     budget : int
+        The number of items queried per model (a count, ``2 .. n_items``; see :func:`active_run`).
     grid : mapping name -> values, optional
         Defaults to two values of each of ``beta0, rho, gamma, tau``.
     method : str
@@ -99,6 +102,10 @@ def active_tune(Z_val: npt.ArrayLike, factors: ActiveFactors, budget: int, *,
         One row per grid point: the parameters, ``mse``, ``width`` (the source's Wald interval)
         and ``ess_pooled``, sorted by ``by``.
     """
+    budget = check_budget(budget, factors.n_items)
+    check_seed(seed)
+    if by not in ("mse", "width"):
+        raise EvalkitInputError("by", f"by must be 'mse' or 'width', got {by!r}")
     g = dict(_DEFAULT_GRID if grid is None else grid)
     unknown = set(g) - set(_DEFAULT_GRID)
     if unknown:
@@ -115,8 +122,6 @@ def active_tune(Z_val: npt.ArrayLike, factors: ActiveFactors, budget: int, *,
         mse = float(np.mean(err**2))
         unif = float(np.mean(res.truth * (1 - res.truth))) / budget
         rows.append({**values, "mse": mse, "width": float(np.mean(res.ci_high - res.ci_low)), "ess_pooled": unif / mse})
-    if by not in ("mse", "width"):
-        raise ValueError(f"by must be 'mse' or 'width', got {by!r}")
     table = pd.DataFrame(rows).sort_values(by, kind="stable").reset_index(drop=True)
     best = replace(ActiveParams(), **{n: float(table[n].to_numpy()[0]) for n in names})  # type: ignore[arg-type]
     return best, table
@@ -136,19 +141,19 @@ def active_ceiling(P: npt.ArrayLike, Z: npt.ArrayLike, budget: int) -> pd.Series
     Z : (n_models, n_items) 0/1 array
         The realised outcomes.
     budget : int
+        The number of items queried (a count, ``2 .. n_items``; see :func:`active_run`).
 
     Returns
     -------
     Series
         ``ess_pooled`` (ratio of summed variances), ``ess_mean`` (mean of per-model ratios).
     """
-    Pa = np.atleast_2d(np.asarray(P, dtype=float))
-    Za = np.atleast_2d(np.asarray(Z, dtype=float))
+    Za = _check_outcomes(Z, None)
+    Pa = np.atleast_2d(as_probabilities(P, "P"))
     if Pa.shape != Za.shape:
         raise EvalkitInputError("P", f"P {Pa.shape} and Z {Za.shape} must have the same shape")
-    if ((Pa <= 0) | (Pa >= 1)).any():
-        raise EvalkitInputError("P", "P must be strictly between 0 and 1")
     N = Pa.shape[1]
+    budget = check_budget(budget, N)
     s = np.sqrt(Pa * (1 - Pa))
     q = s / s.sum(axis=1, keepdims=True)
     theta = Za.mean(axis=1)
@@ -311,16 +316,21 @@ def active_semisynthetic(suite: str = "mmlu_pro", *, n_hist: int, n_val: int, n_
     ValueError
         Unknown sparsity, a part with fewer than 1 model (3 for history), too many models.
     """
-    from .datasets import oll_factors_load, oll_matrix_draw
+    from .datasets import _OLL_SUITES, oll_factors_load, oll_matrix_draw
 
+    if suite not in _OLL_SUITES:
+        raise EvalkitInputError("suite", f"unknown suite {suite!r}; choose one of {', '.join(_OLL_SUITES)}")
     if sparsity not in SPARSITY:
         raise EvalkitInputError("sparsity", f"unknown sparsity {sparsity!r}; choose one of {', '.join(SPARSITY)}")
-    if n_hist < 3 or n_val < 1 or n_test < 1:
-        raise EvalkitInputError(
-            "n_hist", f"need n_hist >= 3, n_val >= 1 and n_test >= 1, got {n_hist}, {n_val}, {n_test}")
+    check_int(n_hist, "n_hist", minimum=3)
+    check_int(n_val, "n_val", minimum=1)
+    check_int(n_test, "n_test", minimum=1)
+    if n_items is not None:
+        check_int(n_items, "n_items", minimum=2)
+    check_seed(seed)
     ss = np.random.SeedSequence(seed)
     s_draw, s_split, s_mask = ss.spawn(3)
-    em = oll_matrix_draw(suite, n_models=n_hist + n_val + n_test, n_items=n_items,  # type: ignore[arg-type]
+    em = oll_matrix_draw(suite, n_models=n_hist + n_val + n_test, n_items=n_items,
                          seed=int(s_draw.generate_state(1)[0]), dtype=np.float64)
     if em.item_info is None:
         raise ValueError(f"the {suite} draw has no item table; check the oll_v2_factor_model files")
@@ -338,7 +348,7 @@ def active_semisynthetic(suite: str = "mmlu_pro", *, n_hist: int, n_val: int, n_
         for r in np.flatnonzero(hide.all(axis=1)):  # every historical model keeps one entry
             hide[r, rng.integers(H.shape[1])] = False
         H[hide] = np.nan
-    U, V, _ = oll_factors_load(suite)  # type: ignore[arg-type]
+    U, V, _ = oll_factors_load(suite)
     P = np.clip(_sigmoid(U[rows[i_t]].astype(float) @ V[cols].astype(float).T), 1e-12, 1 - 1e-12)
     return ActiveData(H=H, Z_val=em.Y[i_v].copy(), Z_test=em.Y[i_t].copy(), P_test=P, suite=suite,
                       sparsity=sparsity, observed=float(np.mean(~np.isnan(H))))
@@ -383,7 +393,9 @@ def active_study(data: ActiveData, *, budgets: Sequence[float], methods: Sequenc
     data : ActiveData
         From :func:`active_semisynthetic`.
     budgets : sequence of float
-        Fractions of the bank (``n_b = round(fraction * n_items)``).
+        Fractions of the bank in (0, 1), one per budget (``n_b = max(2, round(fraction *
+        n_items))``): a study sweeps banks of different sizes, so its budgets are fractions where
+        :func:`active_run`'s is a count. A count such as ``50`` is refused, not read as 50%.
     methods : sequence of str
         Names from :data:`METHODS`.
     ranks, weight_decays : sequences
@@ -391,7 +403,7 @@ def active_study(data: ActiveData, *, budgets: Sequence[float], methods: Sequenc
     grid : mapping, optional
         Tuning grid of :func:`active_tune` (ignored when ``params`` is given).
     tune_budget : float, optional
-        Budget fraction used for tuning (default: the first of ``budgets``).
+        Budget fraction in (0, 1) used for tuning (default: the first of ``budgets``).
     n_trials : int
         Trials per test model.
     seed : int
@@ -409,6 +421,23 @@ def active_study(data: ActiveData, *, budgets: Sequence[float], methods: Sequenc
     -------
     ActiveStudy
     """
+    if not isinstance(data, ActiveData):
+        raise EvalkitInputError("data", f"data must be an ActiveData (from active_semisynthetic), got "
+                                        f"{type(data).__name__}")
+    if isinstance(budgets, (str, bytes)) or not isinstance(budgets, Sequence) or len(budgets) == 0:
+        raise EvalkitInputError("budgets", f"budgets must be a non-empty sequence of fractions in (0, 1), "
+                                           f"got {budgets!r}")
+    N = data.Z_test.shape[1]
+    n_of = {f: check_budget(f, N, "budgets", fraction=True) for f in budgets}
+    if len(n_of) != len(budgets):
+        raise EvalkitInputError("budgets", f"budgets holds duplicates: {list(budgets)}")
+    if tune_budget is not None:
+        check_budget(tune_budget, N, "tune_budget", fraction=True)
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise EvalkitInputError("methods", f"unknown methods {unknown}; choose among {', '.join(METHODS)}")
+    check_int(n_trials, "n_trials", minimum=1)
+    check_seed(seed)
     ss = np.random.SeedSequence(seed)
     s_cv, s_tune, s_run = ss.spawn(3)
     cv_seed = int(s_cv.generate_state(1)[0])
@@ -426,11 +455,8 @@ def active_study(data: ActiveData, *, budgets: Sequence[float], methods: Sequenc
         fac = replace(active_factor_fit(data.H, rank=int(cv["rank"].to_numpy()[best]),
                                         weight_decay=float(cv["weight_decay"].to_numpy()[best]), max_iter=max_iter),
                       cv=cv.assign(cv_items=cv_items))
-    N = data.Z_test.shape[1]
-    n_of = {f: max(2, int(round(f * N))) for f in budgets}
     if params is None:
-        tb = n_of.get(tune_budget if tune_budget is not None else budgets[0],
-                      max(2, int(round((tune_budget or budgets[0]) * N))))
+        tb = check_budget(tune_budget if tune_budget is not None else budgets[0], N, "tune_budget", fraction=True)
         prm, tuning = active_tune(data.Z_val, fac, tb, grid=grid, seed=int(s_tune.generate_state(1)[0]))
     else:
         prm, tuning = params, pd.DataFrame()
@@ -467,7 +493,9 @@ def active_loo(Y: npt.ArrayLike, *, budget: float, methods: Sequence[str] = ("un
     Y : (n_models, n_items) array
         0/1 with NaN for missing entries (for example ``dataset_matrix(name).Y``).
     budget : float
-        Fraction of each model's bank, in (0, 1).
+        Fraction of each model's bank, in (0, 1) (``n_b = max(2, round(budget * bank size))``; the
+        banks differ between models, so a fraction, where :func:`active_run`'s budget is a count).
+        A count such as ``50`` is refused, not read as 50%.
     methods : sequence of str
         Names of :data:`evalkit.ACTIVE_METHODS`, each optionally with a named setting of
         :data:`evalkit.ACTIVE_SETTINGS` after ``@`` (``"faq@faithful"``: the source's variance
@@ -499,8 +527,9 @@ def active_loo(Y: npt.ArrayLike, *, budget: float, methods: Sequence[str] = ("un
         Bad ``Y`` or ``budget`` outside (0, 1).
     """
     arr = _check_history(Y, "Y")
-    if not 0 < budget < 1:
-        raise EvalkitInputError("budget", f"budget is a fraction of the bank in (0, 1), got {budget!r}")
+    check_budget(budget, arr.shape[1], fraction=True)
+    check_int(n_trials, "n_trials", minimum=1)
+    check_seed(seed)
     prm = params if params is not None else ActiveParams()
     runs: dict[str, dict[str, Any]] = {}
     for label in methods:
@@ -525,7 +554,7 @@ def active_loo(Y: npt.ArrayLike, *, budget: float, methods: Sequence[str] = ("un
                                    seed=int(seqs[i].generate_state(1)[0]), max_iter=max_iter)
         chosen.append(fac.rank)
         z = arr[i, bank]
-        nb = max(2, int(round(budget * z.size)))
+        nb = max(2, int(round(float(budget) * z.size)))
         for m in methods:
             r = active_run(z, fac, nb, n_trials=n_trials, seed=seqs[i], **runs[m])
             rec[m].append((float(r.truth[0]), float(nb), r.estimate[0], r.ci_low[0], r.ci_high[0]))
@@ -576,6 +605,7 @@ def active_plot_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, pa
     Z : (n_models, n_items) 0/1 array
     factors : ActiveFactors
     budget : int
+        The number of items queried per model (a count, ``2 .. n_items``; see :func:`active_run`).
     params : ActiveParams, optional
     replace : bool
         False runs the without-replacement heuristic (``faq_norep``).
@@ -591,6 +621,8 @@ def active_plot_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, pa
     from .plots import PALETTE, _tight
 
     arr = _check_outcomes(Z, factors.n_items)
+    budget = check_budget(budget, factors.n_items - (0 if replace else 1))
+    check_seed(seed)
     method = "faq" if replace else "faq_norep"
     runs = [active_run(arr, factors, budget, method=m, params=params, seed=seed) for m in ("uniform", method)]
     table = active_evaluate(runs, n_boot=200, seed=seed)

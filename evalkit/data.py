@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ._checks import check_unique
-from .errors import EvalkitInputError
+from .errors import EvalkitInputError, EvalkitInputTypeError
 from .types import Matrix
 
 __all__ = [
@@ -72,56 +72,61 @@ def long_validate(df: pd.DataFrame, *, extra_statuses: Sequence[str] = ()) -> pd
         Missing columns, unknown status, duplicate ``(model, item)`` rows, an item with two
         cluster labels, outcomes other than 0/1 on ``ok`` rows, or an outcome on a non-ok row.
     """
+    return _long_validate(df, extra_statuses=extra_statuses, name="df")
+
+
+def _long_validate(df: pd.DataFrame, *, extra_statuses: Sequence[str] = (), name: str = "df") -> pd.DataFrame:
+    """:func:`long_validate` with the argument's name in its errors (``long_df`` for the functions taking one)."""
     if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"expected a pandas DataFrame, got {type(df).__name__}")
+        raise EvalkitInputTypeError(name, f"{name} must be a pandas DataFrame (a long table), got {type(df).__name__}")
     missing_cols = [c for c in LONG_COLUMNS if c not in df.columns]
     if missing_cols:
-        raise EvalkitInputError("df",
+        raise EvalkitInputError(name,
             f"long table lacks columns {missing_cols}; it needs {list(LONG_COLUMNS)} "
             "(correct = 0/1 or NaN, status = one of evalkit.STATUSES)"
         )
     out = df.copy()
     for col in ("model", "item", "cluster", "status"):
         if out[col].isna().any():
-            raise EvalkitInputError("df", f"column {col!r} has {int(out[col].isna().sum())} missing values")
-        _check_one_label_type(out[col], col)
+            raise EvalkitInputError(name, f"column {col!r} has {int(out[col].isna().sum())} missing values")
+        _check_one_label_type(out[col], col, name)
         out[col] = out[col].astype(str)
-    out["correct"] = _as_numeric(out["correct"], "correct")
+    out["correct"] = _as_numeric(out["correct"], "correct", name)
 
     allowed = set(STATUSES) | set(extra_statuses)
     unknown = sorted(set(out["status"].unique()) - allowed)
     if unknown:
-        raise EvalkitInputError("df", f"unknown status values {unknown}; allowed: {sorted(allowed)}")
+        raise EvalkitInputError(name, f"unknown status values {unknown}; allowed: {sorted(allowed)}")
 
     dup = out.duplicated(["model", "item"])
     if dup.any():
         first = out.loc[dup, ["model", "item"]].iloc[0].tolist()
-        raise EvalkitInputError("df", f"{int(dup.sum())} duplicate (model, item) rows, e.g. {first}")
+        raise EvalkitInputError(name, f"{int(dup.sum())} duplicate (model, item) rows, e.g. {first}")
 
     n_labels = out.groupby("item", sort=False)["cluster"].nunique()
     if (n_labels > 1).any():
         item = n_labels.index[n_labels > 1][0]
-        raise EvalkitInputError("df", f"item {item!r} carries more than one cluster label; clusters belong to items")
+        raise EvalkitInputError(name, f"item {item!r} carries more than one cluster label; clusters belong to items")
 
     ok = out["status"] == "ok"
     y_ok = out.loc[ok, "correct"]
     if y_ok.isna().any():
         raise EvalkitInputError(
-            "df", f"{int(y_ok.isna().sum())} rows have status 'ok' but no outcome; give them a missing reason")
+            name, f"{int(y_ok.isna().sum())} rows have status 'ok' but no outcome; give them a missing reason")
     bad = ~y_ok.isin([0.0, 1.0])
     if bad.any():
         raise EvalkitInputError(
-            "df", f"outcomes must be 0/1; found {int(bad.sum())} other values such as {y_ok[bad].iloc[0]!r}")
+            name, f"outcomes must be 0/1; found {int(bad.sum())} other values such as {y_ok[bad].iloc[0]!r}")
     graded_missing = out.loc[~ok, "correct"].notna()
     if graded_missing.any():
-        raise EvalkitInputError("df",
+        raise EvalkitInputError(name,
             f"{int(graded_missing.sum())} rows have a missing reason but an outcome; set correct to NaN "
             "and keep any upstream score in a column such as 'correct_reported'"
         )
     return out
 
 
-def _check_one_label_type(col: pd.Series, name: str) -> None:
+def _check_one_label_type(col: pd.Series, name: str, argument: str = "df") -> None:
     """Refuse an object column that mixes numbers and strings (``1`` and ``"1"`` would merge on ``astype(str)``)."""
     if col.dtype != object:
         return
@@ -131,20 +136,20 @@ def _check_one_label_type(col: pd.Series, name: str) -> None:
     if has_str and has_num:
         num = col[col.map(lambda v: not isinstance(v, str))].iloc[0]
         txt = col[col.map(lambda v: isinstance(v, str))].iloc[0]
-        raise EvalkitInputError(name,
+        raise EvalkitInputError(argument,
             f"column {name!r} mixes numbers and strings (for example {num!r} and {txt!r}); labels that "
             f"print alike would be merged. Convert the column to one type first, e.g. df[{name!r}].astype(str)"
         )
 
 
-def _as_numeric(col: pd.Series, name: str) -> pd.Series:
+def _as_numeric(col: pd.Series, name: str, argument: str = "df") -> pd.Series:
     """``col`` as float, or a ValueError that names the column and a bad value."""
     try:
         return pd.to_numeric(col, errors="raise").astype(float)
     except (ValueError, TypeError):
         bad = pd.to_numeric(col, errors="coerce").isna() & col.notna()
         example = col[bad].iloc[0] if bad.any() else None
-        raise EvalkitInputError(name,
+        raise EvalkitInputError(argument,
             f"column {name!r} must be numeric (0/1, NaN where missing); found {int(bad.sum())} non-numeric "
             f"values such as {example!r}"
         ) from None
@@ -348,6 +353,9 @@ def matrix_to_long(m: EvalMatrix) -> pd.DataFrame:
 
     ``item_info`` columns are joined onto the rows.
     """
+    if not isinstance(m, EvalMatrix):
+        raise EvalkitInputTypeError("m", f"m must be an EvalMatrix (from long_to_matrix or dataset_matrix), got "
+                                         f"{type(m).__name__}")
     n_models, n_items = m.Y.shape
     out = pd.DataFrame({
         "model": np.repeat(m.models, n_items),

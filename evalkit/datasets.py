@@ -55,7 +55,7 @@ import pandas as pd
 
 from ._checks import warn
 from .data import EvalMatrix, long_to_matrix, long_validate
-from .errors import EvalkitInputError
+from .errors import EvalkitInputError, EvalkitInputTypeError
 from .types import as_rng
 
 __all__ = [
@@ -434,13 +434,14 @@ def _sha256(data: bytes) -> str:
 
 def _spec(name: str) -> DatasetSpec:
     if not isinstance(name, str):
-        raise TypeError(f"dataset name must be a str, got {type(name).__name__}")
+        raise EvalkitInputTypeError("name", f"dataset name must be a str, got {type(name).__name__}")
     try:
         return DATASETS[name]
     except KeyError:
         close = difflib.get_close_matches(name, list(DATASETS), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise EvalkitInputError(name,
+        raise EvalkitInputError(
+            "name",
             f"unknown dataset {name!r}.{hint} Registered datasets: {sorted(DATASETS)} (see evalkit.dataset_list())"
         ) from None
 
@@ -845,12 +846,16 @@ _ITEM_COLUMNS: dict[str, tuple[str, ...]] = {
 
 
 def _options_key(options: Mapping[str, Any]) -> tuple:
-    def freeze(v: Any) -> Any:
-        if isinstance(v, (list, tuple, set, np.ndarray, pd.Index, pd.Series)):
-            return ("__seq__", tuple(v))
-        return v
+    def freeze(k: str, v: Any) -> Any:
+        out = ("__seq__", tuple(v)) if isinstance(v, (list, tuple, set, np.ndarray, pd.Index, pd.Series)) else v
+        try:
+            hash(out)
+        except TypeError:
+            raise EvalkitInputTypeError(
+                k, f"{k} must be a str, a number or a list of them, got {type(v).__name__} {v!r}") from None
+        return out
 
-    return tuple(sorted((k, freeze(v)) for k, v in options.items()))
+    return tuple(sorted((k, freeze(k, v)) for k, v in options.items()))
 
 
 @functools.lru_cache(maxsize=8)

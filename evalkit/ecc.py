@@ -44,7 +44,7 @@ from scipy import stats
 from scipy.sparse.linalg import svds
 from scipy.special import expit, log_expit
 
-from ._checks import as_labels, check_alpha, check_int, check_positive, check_seed, warn
+from ._checks import as_labels, check_alpha, check_int, check_positive, check_seed, check_table, warn
 from .bt import _newton, bt_encode, bt_pairs_sample
 from .clustered import Estimate, cluster_scores_variance, interval_t
 from .errors import ConvergenceWarning, EvalkitInputError, EvalkitInputTypeError
@@ -236,7 +236,7 @@ def ecc_embeddings_build(name: str, dim: int = 64) -> tuple[np.ndarray, np.ndarr
 
     if name not in ECC_TEXT_FIELDS:
         raise EvalkitInputError(
-            name, f"no text fields known for {name!r}; embeddable datasets: {sorted(ECC_TEXT_FIELDS)}")
+            "name", f"no text fields known for {name!r}; embeddable datasets: {sorted(ECC_TEXT_FIELDS)}")
     # the registry's reader of item texts: dataset_texts where the registry separates texts from
     # the numeric tables, dataset_items where the items table still holds them
     reader = getattr(datasets, "dataset_texts", None) or datasets.dataset_items
@@ -265,7 +265,7 @@ def ecc_embeddings_load(name: str) -> pd.DataFrame:
     from .datasets import _read_npz
 
     if name not in ECC_TEXT_FIELDS:
-        raise EvalkitInputError(name, f"no embeddings for {name!r}; available: {sorted(ECC_TEXT_FIELDS)}")
+        raise EvalkitInputError("name", f"no embeddings for {name!r}; available: {sorted(ECC_TEXT_FIELDS)}")
     z = _read_npz("embeddings", f"{name}.npz")
     X = z["X"].astype(np.float64)
     norms = np.linalg.norm(X, axis=1, keepdims=True)
@@ -1229,6 +1229,7 @@ def ecc_plot_gains(table: pd.DataFrame, *, ax: Axes | None = None, title: str = 
     """
     import matplotlib.pyplot as plt
 
+    check_table(table, "table", ("mode", "method", "gain", "ci_low", "ci_high"), source="ecc_evaluate (.table)")
     t = table[table["mode"] != "none"]
     if t.empty:
         raise EvalkitInputError("table", "the table has no method evaluated in an inference mode")

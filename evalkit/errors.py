@@ -34,6 +34,7 @@ __all__ = [
     "DegenerateDataWarning",
     "EvalkitError",
     "EvalkitInputError",
+    "EvalkitInputNotFoundError",
     "EvalkitInputTypeError",
     "EvalkitWarning",
     "OverlapWarning",
@@ -90,3 +91,7 @@ class SmallClustersWarning(EvalkitWarning):
 
 class EvalkitInputTypeError(EvalkitInputError, TypeError):
     """An argument of the wrong type (also a ``TypeError``, so ``except TypeError`` still catches it)."""
+
+
+class EvalkitInputNotFoundError(EvalkitInputError, FileNotFoundError):
+    """A path argument that names no file or folder (also a ``FileNotFoundError``)."""

@@ -40,7 +40,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ._checks import as_labels, check_alpha, check_range, warn
+from ._checks import _refuse_codings, as_labels, check_alpha, check_range, warn
 from .clustered import Estimate, cluster_scores_variance, interval_t
 from .errors import EvalkitInputError
 from .partition import Partition, partition_labels, partition_spectral
@@ -75,22 +75,29 @@ DEFAULT_EPS = 1e-12
 # --------------------------------------------------------------------------------------------
 
 
-def _outcomes(y: npt.ArrayLike, n_items: int) -> tuple[np.ndarray, bool]:
-    arr = np.asarray(y, dtype=float)
+def _outcomes(y: npt.ArrayLike, n_items: int, name: str) -> tuple[np.ndarray, bool]:
+    """Outcomes ``name`` as a (n_models, n_items) float array of scores in [0, 1] (NaN = missing)."""
+    try:
+        arr = np.asarray(y, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise EvalkitInputError(name, f"{name} must hold numbers (scores in [0, 1]); converting failed ({exc})"
+                                ) from exc
     one = arr.ndim == 1
     if one:
         arr = arr[None, :]
     if arr.ndim != 2:
         raise EvalkitInputError(
-            "n_items", f"outcomes must be (n_items,) or (n_models, n_items), got shape {np.shape(y)}")
+            name, f"{name} must be (n_items,) or (n_models, n_items), got shape {np.shape(y)}")
     if arr.shape[1] != n_items:
         raise EvalkitInputError(
-            "outcomes", f"outcomes have {arr.shape[1]} items but the partition has {n_items}; they must align")
+            name, f"{name} has {arr.shape[1]} items but the partition has {n_items}; they must align")
     if np.isinf(arr).any():
-        raise EvalkitInputError("outcomes", "outcomes contain infinite values")
+        raise EvalkitInputError(name, f"{name} contains infinite values")
     obs = arr[~np.isnan(arr)]
+    _refuse_codings(obs, name)
     if ((obs < 0) | (obs > 1)).any():
-        raise EvalkitInputError("outcomes", "outcomes must be scores in [0, 1] (0/1 correctness or expected accuracy)")
+        raise EvalkitInputError(name, f"{name} must hold scores in [0, 1] (0/1 correctness or expected accuracy); "
+                                      f"found values in [{obs.min():g}, {obs.max():g}]")
     return arr, one
 
 
@@ -100,7 +107,7 @@ def _check_b(b: float) -> float:
     return float(b)
 
 
-def _psi(Y: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
+def _psi(Y: np.ndarray, labels: np.ndarray, k: int, names: np.ndarray | None = None, arg: str = "Y") -> np.ndarray:
     """Per-model, per-sub-domain mean of the observed outcomes, shape ``(n_models, k)``."""
     obs = ~np.isnan(Y)
     onehot = np.zeros((Y.shape[1], k))
@@ -108,8 +115,13 @@ def _psi(Y: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
     n_obs = obs.astype(float) @ onehot
     if (n_obs == 0).any():
         f, g = np.argwhere(n_obs == 0)[0]
+        where = f"sub-domain {g}"
+        if names is not None and len(names) == k:
+            where = f"sub-domain {str(names[g])!r} (number {g})"
+        who = "the model" if Y.shape[0] == 1 else f"the model in row {f} of {arg}"
         raise EvalkitInputError(
-            "outcomes", f"model {f} has no observed outcome in sub-domain {g}: its accuracy there is undefined")
+            arg, f"{who} has no observed outcome in {where}: its accuracy there is undefined "
+                 f"({int(n_obs[f].sum())} outcomes observed elsewhere); merge that sub-domain or drop the model")
     return (np.where(obs, Y, 0.0) @ onehot) / n_obs
 
 
@@ -152,12 +164,12 @@ def harmony_profile(y: npt.ArrayLike, partition: Partition, *, b: float = DEFAUL
     >>> prof["accuracy"].tolist(), prof["mass"].round(3).tolist()
     ([1.0, 1.0, 0.0], [0.442, 0.442, 0.116])
     """
-    Y, one = _outcomes(y, partition.n_items)
+    Y, one = _outcomes(y, partition.n_items, "y")
     if not one:
         raise EvalkitInputError("outcomes", "harmony_profile takes one model's outcomes, shape (n_items,)")
     b = _check_b(b)
     w = partition.sizes / partition.n_items
-    psi = _psi(Y, partition.labels, partition.k)[0]
+    psi = _psi(Y, partition.labels, partition.k, partition.names, "y")[0]
     H, mass = _harmony_from_psi(psi, w, b, eps)
     mu = float((w * psi).sum())
     out = pd.DataFrame({"size": partition.sizes, "weight": w, "accuracy": psi, "deviation": psi - mu,
@@ -215,13 +227,13 @@ def harmony_score(Y: npt.ArrayLike, partition: Partition, *, b: float = DEFAULT_
     >>> round(harmony_score([1, 1, 1, 1, 0, 0], part, b=0.5), 3)   # one sub-domain far below
     0.885
     """
-    Yf, one = _outcomes(Y, partition.n_items)
+    Yf, one = _outcomes(Y, partition.n_items, "Y")
     b = _check_b(b)
     if eps < 0:
         raise EvalkitInputError("eps", f"eps must be non-negative, got {eps}")
     check_range(eps, "eps", 0.0, 1e-3)
     w = partition.sizes / partition.n_items
-    H, _ = _harmony_from_psi(_psi(Yf, partition.labels, partition.k), w[None, :], b, eps)
+    H, _ = _harmony_from_psi(_psi(Yf, partition.labels, partition.k, partition.names, "Y"), w[None, :], b, eps)
     return float(H[0]) if one else H
 
 
@@ -357,7 +369,7 @@ def harmony_bootstrap(y: npt.ArrayLike, partition: Partition, *, b: float = DEFA
     >>> round(est.estimate, 3), bool(est.ci_low <= est.estimate <= est.ci_high)
     (0.256, True)
     """
-    Y, one = _outcomes(y, partition.n_items)
+    Y, one = _outcomes(y, partition.n_items, "y")
     if not one:
         raise EvalkitInputError(
             "outcomes", "harmony_bootstrap takes one model's outcomes; use harmony_benchmark for several")
@@ -392,8 +404,8 @@ def harmony_compare(y_a: npt.ArrayLike, y_b: npt.ArrayLike, partition: Partition
     Estimate
         An interval that excludes 0 says the two HARMONY values differ at level ``alpha``.
     """
-    Ya, one_a = _outcomes(y_a, partition.n_items)
-    Yb, one_b = _outcomes(y_b, partition.n_items)
+    Ya, one_a = _outcomes(y_a, partition.n_items, "y_a")
+    Yb, one_b = _outcomes(y_b, partition.n_items, "y_b")
     if not (one_a and one_b):
         raise EvalkitInputError("outcomes", "harmony_compare takes two vectors of outcomes, shape (n_items,) each")
     b = _check_b(b)
@@ -476,7 +488,7 @@ def harmony_benchmark(Y: npt.ArrayLike, partition: Partition, *, name: str = "be
     -------
     HarmonySummary
     """
-    Yf, one = _outcomes(Y, partition.n_items)
+    Yf, one = _outcomes(Y, partition.n_items, "Y")
     if one or Yf.shape[0] < 2:
         raise EvalkitInputError(
             "models", "harmony_benchmark needs the outcomes of at least two models, shape (n_models, n_items)")
@@ -488,7 +500,7 @@ def harmony_benchmark(Y: npt.ArrayLike, partition: Partition, *, name: str = "be
     rng = as_rng(seed)
     H = harmony_score(Yf, partition, b=b, eps=eps)
     w = partition.sizes / partition.n_items
-    acc = (_psi(Yf, partition.labels, partition.k) * w).sum(axis=1)
+    acc = (_psi(Yf, partition.labels, partition.k, partition.names, "Y") * w).sum(axis=1)
     data = _BootData.of(Yf, partition)
     reps = np.array([_boot_harmony(data, counts, b, eps)
                      for counts in _strata_draws(partition, n_boot, rng, clusters)])
@@ -602,7 +614,7 @@ def harmony_rebalance(Y: npt.ArrayLike, partition: Partition, *, fraction: float
     >>> reb.sizes_after.tolist(), round(reb.shift[0].estimate, 3)
     ([20, 20, 20], -0.046)
     """
-    Yf, _ = _outcomes(Y, partition.n_items)
+    Yf, _ = _outcomes(Y, partition.n_items, "Y")
     if np.isnan(Yf).any():
         raise EvalkitInputError(
             "outcomes", "harmony_rebalance needs complete outcomes (no NaN); drop or impute missing cells first")

@@ -756,14 +756,24 @@ def _expand(shape: tuple, rows: np.ndarray, cols: np.ndarray, theta: np.ndarray,
     return T, A, B
 
 
-def _check_extreme(theta: np.ndarray, a: np.ndarray, b: np.ndarray, sigma: float) -> None:
-    big = (np.abs(theta).max() * np.abs(a) + np.abs(b)) / sigma
+def _check_extreme(theta: np.ndarray, a: np.ndarray, b: np.ndarray, sigma: float, ridge: float = 0.0) -> None:
+    """Warn about items whose fitted log-odds pass +-:data:`_EXTREME_LOGIT` for some model.
+
+    The log-odds ``(theta_i a_j + b_j) / sigma`` are linear in ``theta``, so an item's most extreme
+    one is at the lowest or the highest ability: the count is exact, not a bound.
+    """
+    if theta.size == 0 or a.size == 0:
+        return
+    lo, hi = float(np.min(theta)), float(np.max(theta))
+    big = np.maximum(np.abs(lo * a + b), np.abs(hi * a + b)) / sigma
     n_big = int((big > _EXTREME_LOGIT).sum())
     if n_big:
+        advice = ("the ridge keeps them finite, but the answers determine them poorly" if ridge > 0 else
+                  "maximum likelihood has no finite values for them and they grow with more iterations; "
+                  "fit with ridge > 0 (e.g. ridge=0.1) to keep them finite")
         warn(
-            f"irt: {n_big} items reach fitted log-odds beyond +-{_EXTREME_LOGIT:g} "
-            "(quasi-separation: their parameters are poorly determined and grow with more "
-            "iterations); consider flagging or dropping them"
+            f"irt: {n_big} items reach fitted log-odds beyond +-{_EXTREME_LOGIT:g} for some model "
+            f"(quasi-separation: {advice}); consider flagging or dropping them"
         )
 
 
@@ -1086,7 +1096,7 @@ def irt_fit(
     elif not converged:
         warn(f"irt_fit: no convergence after {max_iter} iterations (relative tol {tol:g}; the largest "
              f"Newton step is {score:.3g} standard errors, gtol {gtol})", category=ConvergenceWarning)
-    _check_extreme(theta, a, b, sigma)
+    _check_extreme(theta, a, b, sigma, ridge)
     _check_separation(S, theta, ridge, "irt_fit")
     T, A, B = _expand(shape, rows, cols, theta, a, b)
     return IRTFit(
@@ -1276,9 +1286,11 @@ def irt_fit_lbfgs(
     else:  # L-BFGS-B stopped on its own (line search, iterations): judge the point it returned
         converged = score <= gtol
     if not converged:
-        warn(f"irt_fit_lbfgs: L-BFGS-B stopped without converging: {res.message} (the largest Newton step is "
+        why = ("its steps stalled with no finite optimum in reach (quasi-separated items or models; fit with "
+               "ridge > 0, or drop them)" if stopped["stalled"] else str(res.message))
+        warn(f"irt_fit_lbfgs: L-BFGS-B stopped without converging: {why} (the largest Newton step is "
              f"{score:.3g} standard errors, gtol {gtol})", category=ConvergenceWarning)
-    _check_extreme(theta, a, b, sigma)
+    _check_extreme(theta, a, b, sigma, ridge)
     _check_separation(S, theta, ridge, "irt_fit_lbfgs")
     T, A, B = _expand(shape, rows, cols, theta, a, b)
     return IRTFit(
@@ -1386,7 +1398,14 @@ def irt_se(fit: IRTFit, Y: Matrix) -> IRTStandardErrors:
     ValueError
         Shapes of ``Y`` and ``fit`` disagree, or bad ``Y``.
     """
+    if not isinstance(fit, IRTFit):
+        raise EvalkitInputError("fit", f"fit must be an IRTFit (from irt_fit or irt_fit_lbfgs), got "
+                                       f"{type(fit).__name__}")
     S = _encode(Y)
+    if fit.theta.shape != (S.shape[0],) or fit.a.shape != (S.shape[1],):
+        raise EvalkitInputError(
+            "Y", f"Y has shape {S.shape}, but the fit has {fit.theta.size} models and {fit.a.size} items; pass the "
+            "matrix the model was fitted on")
     th, a_, b_ = _params(fit.theta, fit.a, fit.b, S.shape)
     rows = np.flatnonzero(np.isfinite(th))
     cols = np.flatnonzero(np.isfinite(a_))
@@ -1591,7 +1610,7 @@ class IRTDimensionality:
 def _fitted_probabilities(fit: IRTFit, shape: tuple[int, int]) -> np.ndarray:
     if fit.theta.shape != (shape[0],) or fit.a.shape != (shape[1],):
         raise EvalkitInputError(
-            "Y", f"has shape {shape}, but the fit has {fit.theta.size} models and {fit.a.size} items"
+            "Y", f"Y has shape {shape}, but the fit has {fit.theta.size} models and {fit.a.size} items"
         )
     return _sigmoid((np.outer(fit.theta, fit.a) + fit.b) / fit.sigma)
 

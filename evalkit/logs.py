@@ -188,9 +188,9 @@ def _inspect_json(path: pathlib.Path) -> tuple[dict[str, Any], list[dict[str, An
     if not isinstance(obj, dict) or "eval" not in obj:
         raise _fail(path, "not an Inspect JSON log (no 'eval' header)")
     samples = obj.get("samples")
-    if samples is None:
+    if samples is None and str(obj.get("status") or "success") == "success":
         raise _fail(path, "the Inspect log has no samples (was it written with log_samples=False?)")
-    return obj, list(samples)
+    return obj, list(samples or [])
 
 
 def _json_load(path: pathlib.Path) -> Any:
@@ -391,7 +391,10 @@ def log_read_inspect(path: PathLike, *, cluster: str | None = None, scorer: str 
                                   "scorer": str(sc.get("name")), "metric": mname, "value": float(m["value"]),
                                   "scored_samples": sc.get("scored_samples")})
     if not samples:
-        raise _fail(p, f"the log has no samples (run status {run_status!r})")
+        if run_status == "success":
+            raise _fail(p, "the log has no samples (run status 'success')")
+        raise _fail(p, f"the log has no samples: the run's status is {run_status!r} ({task}, {model}) and it "
+                       f"stopped before its first sample finished: 0 of {total} planned sample-epochs were run")
     bad = [type(s).__name__ for s in samples if not isinstance(s, dict)]
     if bad:
         raise _fail(p, f"{len(bad)} sample records are not objects (e.g. a {bad[0]})")
@@ -813,7 +816,8 @@ def log_read(paths: PathLike | Sequence[PathLike], *, cluster: str | None = None
         raise EvalkitInputError("on_error", f"on_error must be 'raise' or 'note', not {on_error!r}")
     files = _expand(paths)
     if not files:
-        raise LogFormatError("no log files given")
+        raise LogFormatError("no log files given: paths is empty (give a log file, a folder or a list of them)",
+                             argument="paths")
     iterator: Iterable[pathlib.Path] = files
     if progress and len(files) > 1:
         from tqdm.auto import tqdm

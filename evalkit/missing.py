@@ -52,8 +52,8 @@ from .clustered import (
     mean_estimate,
     n_effective,
 )
-from .data import long_validate
-from .errors import DegenerateDataWarning, EvalkitInputError, OverlapWarning
+from .data import _long_validate
+from .errors import DegenerateDataWarning, EvalkitInputError, EvalkitInputTypeError, OverlapWarning
 from .missing_propensity import (
     PropensityFit,
     PropensityKind,
@@ -622,6 +622,35 @@ def ipw_bootstrap(correct: npt.ArrayLike, clusters: npt.ArrayLike, *, features: 
 # the report
 # --------------------------------------------------------------------------------------------
 
+def _long_input(long_df: pd.DataFrame, cluster: str = "cluster") -> pd.DataFrame:
+    """``long_df`` checked as a long table (errors name ``long_df``; clusters may sit in column ``cluster``).
+
+    Returns the caller's table itself (not the validated copy), so labels keep their types.
+    """
+    if isinstance(long_df, pd.DataFrame) and cluster not in long_df.columns:
+        raise EvalkitInputError("cluster", f"no column {cluster!r} in the long table; it has {list(long_df.columns)}")
+    checked = long_df
+    if isinstance(long_df, pd.DataFrame) and cluster != "cluster":
+        checked = long_df.assign(cluster=long_df[cluster])
+    _long_validate(checked, name="long_df")
+    return long_df
+
+
+def _long_columns(long_df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """A light check of ``long_df`` (a DataFrame with ``columns``, numeric ``correct``), for functions called once
+    per model on a table that was validated before."""
+    if not isinstance(long_df, pd.DataFrame):
+        raise EvalkitInputTypeError("long_df", f"long_df must be a pandas DataFrame (a long table), got "
+                                               f"{type(long_df).__name__}")
+    lacking = [c for c in columns if c not in long_df.columns]
+    if lacking:
+        raise EvalkitInputError("long_df", f"the long table lacks columns {lacking}; it has {list(long_df.columns)}")
+    if "correct" in columns and not pd.api.types.is_numeric_dtype(long_df["correct"]):
+        raise EvalkitInputError("long_df", "column 'correct' must be numeric (0/1, NaN where missing), got dtype "
+                                           f"{long_df['correct'].dtype}")
+    return long_df
+
+
 def missing_breakdown(long_df: pd.DataFrame, *, cluster: str = "cluster") -> tuple[pd.DataFrame, pd.DataFrame]:
     """Missingness by reason and by cluster, per model.
 
@@ -639,9 +668,7 @@ def missing_breakdown(long_df: pd.DataFrame, *, cluster: str = "cluster") -> tup
     by_cluster : DataFrame
         ``model, cluster, n, n_missing, missing_rate`` and one count column per missing reason.
     """
-    df = long_df
-    if cluster not in df.columns:
-        raise EvalkitInputError("cluster", f"no column {cluster!r} in the long table")
+    df = _long_input(long_df, cluster)
     by_reason = (df.groupby(["model", "status"], sort=True).size().rename("n").reset_index())
     by_reason["share"] = by_reason["n"] / by_reason.groupby("model")["n"].transform("sum")
     tab = pd.crosstab([df["model"], df[cluster]], df["status"])
@@ -688,7 +715,7 @@ def missing_features(
         Unknown model, a table with a single model, both ``texts`` and ``lengths``, or items
         without a text or length.
     """
-    df = long_df
+    df = _long_columns(long_df, ("model", "item", "correct"))
     if model not in set(df["model"]):
         raise EvalkitInputError("model", f"model {model!r} is not in the table")
     if df["model"].nunique() < 2:
@@ -737,7 +764,7 @@ def _deff_or_nan(y: np.ndarray, cl: np.ndarray, w: np.ndarray | None = None) -> 
 def _report_input(long_df: pd.DataFrame, features: Sequence[str] | None, cluster: str, model: str | None,
                   compare: tuple[str, str] | None) -> tuple[pd.DataFrame, list[str], list[str]]:
     """Validated long table (clusters in ``cluster``), the feature names and the models to report."""
-    df = long_validate(long_df)
+    df = _long_validate(long_df, name="long_df")
     if cluster != "cluster":
         if cluster not in long_df.columns:
             raise EvalkitInputError("cluster", f"no column {cluster!r} to cluster on")

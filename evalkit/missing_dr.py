@@ -730,6 +730,9 @@ def dr_diagnostics_plot(est: DREstimate, *, correct: npt.ArrayLike | None = None
     """
     import matplotlib.pyplot as plt
 
+    if not isinstance(est, DREstimate):
+        raise EvalkitInputError("est", f"est must be a DREstimate (from dr_estimate or dr_compare), got "
+                                       f"{type(est).__name__}")
     if est.diagnostics is None:
         raise EvalkitInputError("est", "a paired difference has no diagnostics of its own; plot est.parts[0] and [1]")
     if correct is not None:

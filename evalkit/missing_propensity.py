@@ -22,7 +22,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import optimize, special
 
-from ._checks import as_labels, check_int, check_same_label_kind, label_kind, warn
+from ._checks import as_labels, as_probabilities, check_int, check_same_label_kind, label_kind, warn
 from .errors import EvalkitInputError
 
 __all__ = ["PropensityDiagnostics", "PropensityFit", "PropensityKind", "propensity_diagnostics", "propensity_fit"]
@@ -848,17 +848,19 @@ def propensity_diagnostics(R: npt.ArrayLike, p: npt.ArrayLike | PropensityFit, X
     Rv = _as_response(R)
     n = Rv.size
     if Rv.min() == Rv.max():
-        raise ValueError("R has a single value: with every (or no) item answered there is no propensity to check")
-    pv = np.asarray(p.p if isinstance(p, PropensityFit) else p, dtype=float)
+        raise EvalkitInputError(
+            "R", "R has a single value: with every (or no) item answered there is no propensity to check")
+    try:
+        pv = np.asarray(p.p if isinstance(p, PropensityFit) else p, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise EvalkitInputError("p", f"p must be fitted propensities or a PropensityFit ({exc})") from exc
     if pv.shape != (n,):
-        raise ValueError(f"p must hold one fitted propensity per item ({n}), got shape {pv.shape}")
-    if not (np.all(np.isfinite(pv)) and np.all(pv >= 0) and np.all(pv <= 1)):
-        raise ValueError("p must hold probabilities in [0, 1] (no NaN)")
-    if int(n_bins) < 2:
-        raise ValueError(f"n_bins must be at least 2, got {n_bins}")
+        raise EvalkitInputError("p", f"p must hold one fitted propensity per item ({n}), got shape {pv.shape}")
+    as_probabilities(pv, "p", open_interval=False)
+    check_int(n_bins, "n_bins", minimum=2)
     Xa, names = _as_features(X, n, check_constant=False)
     if Xa.shape[0] != n:
-        raise ValueError(f"X has {Xa.shape[0]} rows but R has {n}")
+        raise EvalkitInputError("X", f"X has {Xa.shape[0]} rows but R has {n}")
     obs = Rv == 1
     problems: list[str] = []
 

@@ -18,7 +18,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import special
 
-from ._checks import as_float_vector, check_alpha, warn
+from ._checks import as_float_vector, check_alpha, check_positive, check_table, warn
 from .clustered import mean_estimate
 from .errors import DegenerateDataWarning, EvalkitInputError
 from .missing_propensity import PropensityKind, _as_features, _prep, propensity_fit
@@ -187,6 +187,7 @@ def sensitivity_tipping_point(table: pd.DataFrame, *, reference: float | None = 
         ``conclusion_at_0``, ``delta_low`` (the largest negative delta that flips it, or None),
         ``delta_high`` (the smallest positive one, or None), ``reference``, ``criterion``.
     """
+    check_table(table, "table", ("delta", "estimate", "ci_low", "ci_high"), source="sensitivity_delta")
     if reference is None:
         if table.attrs.get("quantity") == "accuracy":
             raise EvalkitInputError(
@@ -197,7 +198,8 @@ def sensitivity_tipping_point(table: pd.DataFrame, *, reference: float | None = 
     t = table.sort_values("delta").reset_index(drop=True)
     d = t["delta"].to_numpy(dtype=float)
     if not (d.min() <= 0 <= d.max()):
-        raise EvalkitInputError("deltas", "the delta grid must include 0 (or bracket it)")
+        raise EvalkitInputError("table", "the table's delta grid must include 0 (or bracket it); rerun "
+                                         "sensitivity_delta with deltas around 0")
 
     def side(lo: float, est: float, hi: float) -> str:
         if criterion == "estimate":
@@ -249,6 +251,8 @@ def sensitivity_plot(table: pd.DataFrame, *, reference: float | None = None, tip
     -------
     matplotlib Axes
     """
+    check_table(table, "table", ("delta", "estimate", "ci_low", "ci_high"), source="sensitivity_delta")
+    check_positive(scale, "scale")
     import matplotlib.pyplot as plt
 
     if ax is None:

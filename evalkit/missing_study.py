@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._checks import check_int, check_range, check_seed
 from .clustered import Estimate
 from .errors import EvalkitInputError
 from .missing import Truncation, ipw_bootstrap, ipw_estimate, missing_complete_case, weights_compute
@@ -232,11 +233,12 @@ def missing_explore(icc: float = 0.2, n_clusters: int = 20, mechanism: str = "ma
     """
     import matplotlib.pyplot as plt
 
-    if not 0.0 < response_rate < 1.0:
-        raise EvalkitInputError(
-            "response_rate", f"response_rate must be in (0, 1) (some answers missing), got {response_rate}")
-    if not 0.0 < trunc_q <= 1.0:
-        raise EvalkitInputError("trunc_q", f"trunc_q must be in (0, 1], got {trunc_q}")
+    check_int(n_reps, "n_reps", minimum=2)
+    check_int(n_items, "n_items", minimum=2)
+    check_int(n_clusters, "n_clusters", minimum=2, maximum=int(n_items))
+    check_seed(seed)
+    check_range(response_rate, "response_rate", 0.0, 1.0, closed="neither")
+    check_range(trunc_q, "trunc_q", 0.0, 1.0, closed="right")
     from .montecarlo import mc_summarise
     from .simulate import simulate_clustered, simulate_missing
 

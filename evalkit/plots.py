@@ -24,7 +24,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .errors import EvalkitInputError
+from ._checks import as_float_vector, check_positive, check_range, check_table
+from .errors import EvalkitInputError, EvalkitInputTypeError
 
 __all__ = [
     "ESTIMATOR_COLORS",
@@ -121,7 +122,11 @@ def plot_color(name: str) -> str:
 
     Used in every notebook; notebook 00 introduces it.
     """
-    key = str(name)
+    if not isinstance(name, str):
+        raise EvalkitInputTypeError(
+            "name", f"name must be a str (a legend label), got {type(name).__name__} {name!r}; a None or NaN label "
+            "would silently get the colour of its text")
+    key = name
     if key in ESTIMATOR_COLORS:
         return ESTIMATOR_COLORS[key]
     low = key.lower()
@@ -264,7 +269,7 @@ def plot_intervals(table: pd.DataFrame, *, label: str, methods: Sequence[str] | 
     rows = list(pd.unique(table[label])) if order is None else list(order)
     ax = _axes(ax, (8.0, max(3.0, 0.36 * len(rows) + 1.2)))
     for meth, pos, sub in _dodged(table, "method", methods, label, rows, 0.25):
-        color = (colors or {}).get(meth) or plot_color(meth)
+        color = (colors or {}).get(meth) or plot_color(str(meth))
         ax.errorbar(sub["estimate"], pos, xerr=[sub["estimate"] - sub["ci_low"], sub["ci_high"] - sub["estimate"]],
                     fmt="o", ms=4, lw=2, capsize=0, color=color, label=meth)
     if truth is not None:
@@ -318,6 +323,8 @@ def plot_coverage(summary: pd.DataFrame, *, x: str, nominal: float = 0.95, ax: A
 
     Notebook 00 (section 4) draws coverage against the ICC and against the number of clusters with it.
     """
+    check_table(summary, "summary", (x, "estimator", "coverage", "coverage_mcse"), source="mc_summarise")
+    check_range(nominal, "nominal", 0.0, 1.0, closed="neither")
     ax = _axes(ax)
     drawn: dict[str, np.ndarray] = {}
     for name, g in summary.groupby("estimator", sort=False):
@@ -424,11 +431,21 @@ def plot_irt_recovery(truth: Mapping[str, Any], theta: np.ndarray, b: np.ndarray
 
     Notebook 05 (section 3) draws it through :func:`evalkit.widget_irt_redraw`.
     """
+    if not isinstance(truth, Mapping) or not {"theta", "b"} <= set(truth):
+        keys = sorted(map(str, truth)) if isinstance(truth, Mapping) else None
+        raise EvalkitInputError("truth", "truth must be the truth dict of simulate_2pl (with 'theta' and 'b'), got "
+                                         f"{type(truth).__name__} with keys {keys}")
+    t_true = as_float_vector(truth["theta"], "truth")
+    b_true = as_float_vector(truth["b"], "truth", allow_nan=True)
+    t_fit = as_float_vector(theta, "theta", allow_nan=True)
+    b_fit = as_float_vector(b, "b", allow_nan=True)
+    if t_fit.size != t_true.size:
+        raise EvalkitInputError("theta", f"theta has {t_fit.size} abilities but the truth has {t_true.size}")
+    if b_fit.size != b_true.size:
+        raise EvalkitInputError("b", f"b has {b_fit.size} easiness values but the truth has {b_true.size}")
     if axes is None:
         _, ax_arr = plt.subplots(1, 2, figsize=(9.0, 4.0))
         axes = list(ax_arr)
-    t_true, t_fit = np.asarray(truth["theta"], float), np.asarray(theta, float)
-    b_true, b_fit = np.asarray(truth["b"], float), np.asarray(b, float)
     ok = np.isfinite(b_fit) & np.isfinite(b_true)
     for ax, xs, ys, what, size in [(axes[0], t_true, t_fit, "ability θ", 14), (axes[1], b_true[ok], b_fit[ok],
                                                                                  "easiness b", 6)]:
@@ -466,6 +483,8 @@ def plot_mc_errors(runs: pd.DataFrame, *, ax: Axes | None = None, scale: float =
     ['cc', 'ipw']
     >>> plt.close("all")
     """
+    check_table(runs, "runs", ("estimator", "estimate", "truth"), source="mc_run")
+    check_positive(scale, "scale")
     ax = _axes(ax)
     names = list(pd.unique(runs["estimator"]))
     groups = runs.groupby("estimator", sort=False)

@@ -38,8 +38,8 @@ from scipy import stats
 
 from ._checks import EvalkitWarning, check_alpha
 from .clustered import Estimate, deff_empirical, icc_anova, mean_estimate
-from .data import long_validate
-from .errors import EvalkitInputError
+from .data import _long_validate
+from .errors import EvalkitInputError, EvalkitInputTypeError
 from .missing import ipw_estimate
 
 __all__ = ["Report", "report_build", "report_write"]
@@ -154,7 +154,7 @@ def _validate(long_df: pd.DataFrame, cluster: str) -> pd.DataFrame:
     check = work.copy()
     check.loc[frac, "correct"] = 0.0
     try:
-        out = long_validate(check)
+        out = _long_validate(check, name="long_df")
     except EvalkitInputError:
         raise
     except (ValueError, TypeError) as exc:
@@ -908,6 +908,10 @@ def report_write(rep: Report, out_dir: str | os.PathLike[str], *,
     NotADirectoryError
         When ``out_dir`` exists and is not a folder.
     """
+    if not isinstance(rep, Report):
+        raise EvalkitInputTypeError("rep", f"rep must be a Report (from report_build), got {type(rep).__name__}")
+    if not isinstance(title, str):
+        raise EvalkitInputTypeError("title", f"title must be a str, got {type(title).__name__}")
     out = pathlib.Path(out_dir)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"{out} exists and is not a folder; give a folder for the report")

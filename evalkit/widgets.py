@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import EvalkitInputError
+from ._checks import _real, check_positive, check_range
+from .errors import EvalkitInputError, EvalkitInputTypeError
 
 __all__ = [
     "widget_live",
@@ -45,6 +46,15 @@ def widget_slider(value: float, lo: float, hi: float, step: float, description: 
     """
     import ipywidgets as w
 
+    lo_, hi_ = _real(lo, "lo"), _real(hi, "hi")
+    if not lo_ < hi_:
+        raise EvalkitInputError("hi", f"a slider needs lo < hi, got lo={lo!r}, hi={hi!r}")
+    step_ = check_positive(step, "step")
+    if step_ > hi_ - lo_:
+        raise EvalkitInputError("step", f"step={step!r} is larger than the slider's range [{lo}, {hi}]")
+    check_range(value, "value", lo_, hi_)
+    if not isinstance(description, str):
+        raise EvalkitInputTypeError("description", f"description must be a str, got {type(description).__name__}")
     style = {"description_width": "initial"}
     # room for the label *and* a usable track: with a fixed width a long label leaves no track at all
     layout = w.Layout(width=f"{max(320, 8 * len(description) + 260)}px")
@@ -79,6 +89,11 @@ def widget_choice(options: Sequence[Any], value: Any, description: str,
     """
     import ipywidgets as w
 
+    opts = list(options) if not isinstance(options, (str, bytes)) else None
+    if not opts:
+        raise EvalkitInputError("options", f"options must be a non-empty sequence of values, got {options!r}")
+    if value not in opts:
+        raise EvalkitInputError("value", f"value {value!r} is not one of the options {opts}")
     names = {**CHOICE_LABELS, **(labels or {})}
     return w.Dropdown(options=[(str(names.get(o, o)), o) for o in options], value=value, description=description,
                       style={"description_width": "initial"})
@@ -172,6 +187,16 @@ def _limits_check(values: dict[str, float], limits: dict[str, tuple[float, float
         lo, hi, _ = limits[name]
         if not lo - 1e-9 <= v <= hi + 1e-9:
             raise EvalkitInputError(name, f"{name}={v} is outside the widget's range [{lo}, {hi}]; {see}")
+
+
+def _check_defaults(values: dict[str, Any], limits: dict[str, tuple[float, float, float]], others: Sequence[str],
+                    see: str) -> None:
+    """Refuse unknown starting values and numeric ones that are not numbers or lie outside the widget's range."""
+    unknown = sorted(set(values) - set(limits) - set(others))
+    if unknown:
+        raise EvalkitInputError(unknown[0], f"unknown setting {unknown[0]!r}; the widget's settings are "
+                                            f"{sorted([*limits, *others])}")
+    _limits_check({k: _real(values[k], k) for k in limits}, limits, see)
 
 
 def _limits_slider(values: dict[str, Any], limits: dict[str, tuple[float, float, float]], name: str, label: str,
@@ -302,6 +327,7 @@ def widget_coverage(**defaults: Any) -> Any:
     """
     v = {"icc": 0.1, "n_clusters": 10, "cluster_size": 20, "dominant_share": 0.5, **defaults}
     lim = COVERAGE_WIDGET_LIMITS
+    _check_defaults(v, lim, (), "see evalkit.COVERAGE_WIDGET_LIMITS")
     return widget_live(
         lambda **kw: widget_coverage_redraw(**kw),
         static_first=True,
@@ -448,6 +474,7 @@ def widget_irt(**defaults: Any) -> Any:
     """
     v = {"sigma": 1.0, "missing": 0.1, "n_models": 200, "n_items": 800, "mechanism": "mcar", **defaults}
     lim = IRT_WIDGET_LIMITS
+    _check_defaults(v, lim, ("mechanism",), "see evalkit.IRT_WIDGET_LIMITS")
     return widget_live(
         lambda **kw: widget_irt_redraw(**kw),
         prompts=[

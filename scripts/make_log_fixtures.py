@@ -20,6 +20,12 @@ written for these fixtures (``What is a + b?``). Each folder holds one layout th
     ``invalid_response_format`` (and plain ``C`` / ``I``).
 ``inspect_ai/epochs/``
     three epochs per sample, some of them unparsable (``invalid_response_format``).
+``inspect_ai/cancelled/``
+    two logs whose header says ``"status": "cancelled"``, as Inspect closes a run cancelled while it
+    runs: a ``.eval`` with the 4 samples done of 12 planned, and a JSON log cancelled before its first
+    sample (the header only, no samples). Derived from the interrupted ``status_cancelled`` run above
+    (its start record and the samples it wrote) by ``inspect_cancelled()``, which needs no inspect-ai:
+    ``python scripts/make_log_fixtures.py --derived`` rewrites them alone.
 
 The planned outcome of every sample is in ``PLAN`` below and written to ``ground_truth.csv``;
 the report's tests compare evalkit's numbers with the logs' own ``results`` (Inspect's headline
@@ -133,6 +139,7 @@ def main() -> None:
         except (KeyboardInterrupt, RuntimeError) as exc:  # the cancelled run re-raises; its log is written
             print(f"{task_name}: {type(exc).__name__}", file=sys.stderr)
     lm_eval_same_name()
+    inspect_cancelled()
     with open(OUT / "ground_truth.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["model", "sample_id", "epoch", "cluster", "code"])
@@ -142,6 +149,40 @@ def main() -> None:
                     w.writerow([f"mockllm/{name}", sid, epoch, level, PLAN[name].get((sid, epoch), "C")])
     (OUT / "VERSIONS.json").write_text(json.dumps({"inspect_ai": inspect_ai.__version__}, indent=1) + "\n")
     print(f"wrote {OUT}")
+
+
+def inspect_cancelled() -> None:
+    """Logs closed with ``"status": "cancelled"``: 4 of 12 samples done (``.eval``), and none (header-only JSON).
+
+    Built from the interrupted ``status_cancelled`` run of ``inspect_ai/status/``: its start record
+    (the task, the model and the 12 planned sample ids) and the samples it wrote, under the header
+    Inspect writes when it closes a cancelled run (``status``, ``stats``, ``error``; no ``results``).
+    """
+    import zipfile
+
+    sys.path.insert(0, str(ROOT))
+    from evalkit.logs import _zip_read
+
+    src = next((OUT / "inspect_ai" / "status").glob("*_status-cancelled_*.eval"))
+    dst = OUT / "inspect_ai" / "cancelled"
+    shutil.rmtree(dst, ignore_errors=True)
+    dst.mkdir(parents=True)
+    with zipfile.ZipFile(src) as zin:
+        entries = {i.filename: _zip_read(zin, i, src) for i in zin.infolist()}
+    start = json.loads(entries["_journal/start.json"])
+    samples = {k: v for k, v in entries.items() if k.startswith("samples/")}
+    started = start["eval"]["created"]
+    stats = {"started_at": started, "completed_at": started, "model_usage": {}}
+    header = {**start, "status": "cancelled", "stats": stats, "error": None}
+    with zipfile.ZipFile(dst / src.name.replace("status-cancelled", "status-cancelled-4-of-12"), "w",
+                         compression=zipfile.ZIP_DEFLATED) as zout:
+        zout.writestr("_journal/start.json", entries["_journal/start.json"])
+        for name in sorted(samples):
+            zout.writestr(name, samples[name])
+        zout.writestr("header.json", json.dumps(header, indent=1))
+    none_run = {**header, "eval": {**header["eval"], "task": "status_cancelled_at_start"}}
+    name = src.with_suffix(".json").name.replace("status-cancelled", "status-cancelled-before-any-sample")
+    (dst / name).write_text(json.dumps(none_run, indent=1) + "\n")
 
 
 def lm_eval_same_name() -> None:
@@ -166,4 +207,7 @@ def lm_eval_same_name() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--derived"]:
+        inspect_cancelled()
+    else:
+        main()

@@ -326,7 +326,7 @@ def test_bad_history():
         active_factor_fit(np.zeros(5), rank=1)
     with pytest.raises(ValueError, match="holdout"):
         active_factor_cv(np.zeros((5, 4)), ranks=(1,), holdout=0.9, seed=0)
-    with pytest.raises(ValueError, match="between 0 and 1"):
+    with pytest.raises(ValueError, match=r"strictly inside \(0, 1\)"):
         active_ceiling(np.ones((2, 3)), np.ones((2, 3)), 2)
 
 

@@ -18,6 +18,7 @@ fails when a function of ``evalkit.__all__`` has none, so a new function must be
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import warnings
 from collections.abc import Callable
@@ -45,13 +46,23 @@ SETTINGS = settings(max_examples=25, derandomize=True, deadline=None, database=N
 BAD_SCALARS = [float("nan"), float("inf"), -float("inf"), -1.0, 0.0, "0.05", None, True]
 
 
+def _rng(draw: Any) -> np.random.Generator:
+    """A numpy generator whose seed hypothesis draws (so examples replay and shrink)."""
+    return np.random.default_rng(draw(st.integers(0, 2**16)))
+
+
+def _size_and_rng(data: Any, lo: int, hi: int) -> tuple[int, np.random.Generator]:
+    """A generated size in ``[lo, hi]`` and a generator for the values of that size."""
+    return data.draw(st.integers(lo, hi)), _rng(data.draw)
+
+
 @st.composite
 def outcomes(draw: Any, n: int | None = None, kind: str = "any") -> np.ndarray:
     """Outcome vectors: 0/1 (possibly constant), fractions, or one of the codings to refuse."""
     n = draw(st.integers(4, 40)) if n is None else n
     k = draw(st.sampled_from(["binary", "constant1", "constant0", "fraction", "percent", "signed", "nan", "inf"])
              if kind == "any" else st.just(kind))
-    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    rng = _rng(draw)
     y = (rng.random(n) < draw(st.floats(0.05, 0.95))).astype(float)
     if k == "constant1":
         y[:] = 1.0
@@ -89,7 +100,7 @@ def labels(draw: Any, n: int) -> np.ndarray:
 
 @st.composite
 def weights(draw: Any, n: int) -> np.ndarray:
-    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    rng = _rng(draw)
     w = rng.uniform(0.5, 2.0, n) * draw(st.sampled_from([1e-300, 1e-5, 1.0, 1e5, 1e300]))
     bad = draw(st.sampled_from(["none", "none", "zero", "negative", "nan", "allzero"]))
     if bad == "zero":
@@ -275,8 +286,7 @@ def test_planning(data: Any) -> None:
 @SETTINGS
 @given(st.data())
 def test_weights_and_ipw_with_given_propensities(data: Any) -> None:
-    n = data.draw(st.integers(6, 40))
-    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    n, rng = _size_and_rng(data, 6, 40)
     p = rng.uniform(0.2, 1.0, n)
     kind = data.draw(st.sampled_from(["ok", "zero", "one", "tiny", "nan", "above"]))
     if kind == "zero":
@@ -326,8 +336,7 @@ def test_harmony_partition_and_agreement(data: Any) -> None:
 @SETTINGS
 @given(st.data())
 def test_bradley_terry(data: Any) -> None:
-    n = data.draw(st.integers(10, 60))
-    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    n, rng = _size_and_rng(data, 10, 60)
     w = rng.integers(0, 4, n)
     loser = (w + rng.integers(1, 4, n)) % 4
     if data.draw(st.booleans()):
@@ -357,6 +366,67 @@ def test_similarity(data: Any) -> None:
     check_contract(ek.similarity_bernoulli, (P[:, 0],), {}, names={"prob", "P"})
 
 
+BUDGETS = [5, 20, np.int64(8), 0.25, 0.5, 1.0, 50.0, 0, 1, -3, 41, True, float("nan"), "10", None]
+
+
+@SETTINGS
+@given(st.data())
+def test_budgets_and_active_estimators(data: Any) -> None:
+    """One unit per function: a count where a count is meant, a fraction where a fraction is; never the other read
+    silently as it (``budget=0.5`` is not 0 items, ``budgets=[50]`` is not 50%)."""
+    n, rng = _size_and_rng(data, 4, 40)
+    z = data.draw(outcomes(n=n))
+    q = rng.uniform(0.01, 1.0, n)
+    if data.draw(st.booleans()):
+        q[0] = data.draw(st.sampled_from([0.0, 1.5, np.nan, -0.1]))
+    p = rng.uniform(0.05, 0.95, n)
+    n_items = data.draw(st.sampled_from([40, 100, 0, -1, 2.5, True]))
+    r = check_contract(ek.active_pai, (z, q, p, p), {"n_items": n_items}, names={"z", "q", "p", "p_mean", "n_items"})
+    if isinstance(r, ek.Estimate):
+        assert math.isfinite(r.estimate) and r.se >= 0 and r.ci_low <= r.ci_high
+    Z = (rng.random((2, 40)) < 0.5).astype(float)
+    P = rng.uniform(0.05, 0.95, Z.shape)
+    bad_p = data.draw(st.booleans())
+    if bad_p:
+        P[0, 0] = data.draw(st.sampled_from([0.0, 1.0, np.nan]))
+    budget = data.draw(st.sampled_from(BUDGETS))
+    r = check_contract(ek.active_ceiling, (P, Z, budget), {}, names={"P", "Z", "budget"})
+    if not isinstance(r, EvalkitInputError):
+        assert isinstance(budget, (int, np.integer)) and 2 <= budget <= 40 and not isinstance(budget, bool)
+        assert np.isfinite(r.to_numpy()).all()
+    elif not bad_p and isinstance(budget, (float, np.floating)) and 0 < budget < 1:
+        assert r.argument == "budget" and "fraction" in str(r)
+    fraction = data.draw(st.sampled_from(BUDGETS))
+    r = check_contract(ek.active_study, (_active_data(),), {"budgets": [fraction], "factors": _factors(),
+                       "params": ek.ActiveParams(), "methods": ("no_such_method",)},
+                       names={"budgets", "methods"})
+    assert isinstance(r, EvalkitInputError)  # either the budget or, past it, the unknown method
+    if r.argument == "methods":
+        assert isinstance(fraction, float) and 0 < fraction < 1
+    elif isinstance(fraction, (int, np.integer)) and not isinstance(fraction, bool) and fraction >= 1:
+        assert "count" in str(r)
+
+
+@SETTINGS
+@given(st.data())
+def test_harmony_compare_and_sensitivity_tables(data: Any) -> None:
+    n = data.draw(st.integers(6, 24))
+    part = ek.partition_labels(np.arange(n) % 2)
+    y_a = data.draw(outcomes(n=n))
+    y_b = data.draw(st.one_of(st.just(y_a.copy()), outcomes(n=n), outcomes()))
+    r = check_contract(ek.harmony_compare, (y_a, y_b, part), {"n_boot": 20, "seed": 0},
+                       names={"y_a", "y_b", "b", "eps", "n_boot"})
+    _estimate_in_range(r, -1.0, 1.0)
+    deltas = np.sort(data.draw(st.lists(st.floats(-1.0, 1.0), min_size=2, max_size=6, unique=True)))
+    lo = data.draw(st.floats(0.0, 0.5))
+    table = pd.DataFrame({"delta": deltas, "estimate": lo + 0.1, "ci_low": lo, "ci_high": lo + 0.2})
+    if data.draw(st.booleans()):
+        table = table.drop(columns=data.draw(st.sampled_from(list(table.columns))))
+    r = check_contract(ek.sensitivity_tipping_point, (table,), {"reference": 0.3}, names={"table", "reference"})
+    if isinstance(r, dict):
+        assert r["conclusion_at_0"] in ("above", "below", "undecided")
+
+
 # --------------------------------------------------------------------------------------------
 # DOOR tier: bad values of named arguments must raise an EvalkitInputError naming them
 # --------------------------------------------------------------------------------------------
@@ -366,14 +436,17 @@ def _sim() -> pd.DataFrame:
     return ek.simulate_clustered(n_clusters=8, cluster_size=6, mean=0.6, icc=0.1, rng=1, beta_x=1.0)
 
 
+@functools.cache
 def _fit_irt() -> ek.IRTFit:
     return ek.irt_fit((np.random.default_rng(0).random((12, 10)) < 0.5).astype(float), ridge=0.1)
 
 
+@functools.cache
 def _factors() -> ek.ActiveFactors:
     return ek.active_factor_fit((np.random.default_rng(0).random((12, 20)) < 0.5).astype(float), rank=2)
 
 
+@functools.cache
 def _ecc() -> tuple[Any, Any]:
     sim = ek.ecc_simulate(n_queries=40, n_models=4, K=2, dim=4, seed=0)
     return sim, ek.ecc_fit(sim.pairs, sim.embeddings, K=2, seed=0)
@@ -385,6 +458,13 @@ def _long() -> pd.DataFrame:
 
 def _mc_runs() -> pd.DataFrame:
     return ek.mc_run(lambda rng: rng.normal(size=5), {"m": np.mean}, truth=0.0, n_reps=3, seed=0)
+
+
+def _active_data() -> ek.ActiveData:
+    rng = np.random.default_rng(0)
+    Z = (rng.random((3, 40)) < 0.5).astype(float)
+    return ek.ActiveData(H=Z, Z_val=Z, Z_test=Z, P_test=np.full(Z.shape, 0.5), suite="mmlu_pro", sparsity="full",
+                         observed=1.0)
 
 
 NOT_A_FRAME = "not a table"
@@ -400,8 +480,8 @@ DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
     "long_validate": [("df", lambda: ek.long_validate(pd.DataFrame({"model": ["a"]})))],
     "long_to_matrix": [("df", lambda: ek.long_to_matrix(pd.DataFrame({"model": ["a"]})))],
     "matrix_to_long": [("m", lambda: ek.matrix_to_long(NOT_A_FRAME))],
-    "dataset_search_path": [],
-    "dataset_list": [],
+    "dataset_search_path": [],   # no argument: nothing to refuse
+    "dataset_list": [],          # no argument
     "dataset_info": [("name", lambda: ek.dataset_info("no_such_dataset"))],
     "dataset_path": [("name", lambda: ek.dataset_path("no_such_dataset", "x.csv"))],
     "dataset_load": [("name", lambda: ek.dataset_load("no_such_dataset")),
@@ -441,13 +521,20 @@ DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
                        ("R", lambda: ek.propensity_fit(np.ones(12), None, np.arange(12) % 3))],
     "ipw_compare": [("y_b", lambda: ek.ipw_compare(np.ones(6), np.ones(5), np.arange(6) % 2))],
     "ipw_bootstrap": [("seed", lambda: ek.ipw_bootstrap(_sim()["correct"], _sim()["cluster"], seed=None))],
-    "missing_breakdown": [("long_df", lambda: ek.missing_breakdown(NOT_A_FRAME))],
-    "missing_features": [("long_df", lambda: ek.missing_features(NOT_A_FRAME, model="A"))],
-    "missing_report": [("long_df", lambda: ek.missing_report(NOT_A_FRAME))],
+    "missing_breakdown": [("long_df", lambda: ek.missing_breakdown(NOT_A_FRAME)),
+                          ("long_df", lambda: ek.missing_breakdown(_long().assign(correct=lambda d: 100 * d.correct))),
+                          ("cluster", lambda: ek.missing_breakdown(_long(), cluster="no_such_column"))],
+    "missing_features": [("long_df", lambda: ek.missing_features(NOT_A_FRAME, model="A")),
+                         ("model", lambda: ek.missing_features(_long(), model="no_such_model"))],
+    "missing_report": [("long_df", lambda: ek.missing_report(NOT_A_FRAME)),
+                       ("long_df", lambda: ek.missing_report(_long().assign(status="OK")))],
     "missing_study": [("n_reps", lambda: ek.missing_study(n_reps=0))],
-    "missing_explore": [("n_reps", lambda: ek.missing_explore(n_reps=0, show=False))],
+    "missing_explore": [("n_reps", lambda: ek.missing_explore(n_reps=0)),
+                        ("response_rate", lambda: ek.missing_explore(response_rate=80.0))],
     "sensitivity_delta": [("deltas", lambda: ek.sensitivity_delta(np.r_[np.ones(5), np.nan], deltas=[np.nan]))],
-    "sensitivity_tipping_point": [("table", lambda: ek.sensitivity_tipping_point(pd.DataFrame()))],
+    "sensitivity_tipping_point": [("table", lambda: ek.sensitivity_tipping_point(pd.DataFrame())),
+                                  ("table", lambda: ek.sensitivity_tipping_point(pd.DataFrame(
+                                      {"delta": [0.1, 0.2], "estimate": 0.5, "ci_low": 0.4, "ci_high": 0.6})))],
     "sensitivity_plot": [("table", lambda: ek.sensitivity_plot(pd.DataFrame()))],
     "irt_fit": [("dtype", lambda: ek.irt_fit(np.eye(4), dtype=np.float16)),
                 ("max_iter", lambda: ek.irt_fit(np.eye(4), max_iter=0)),
@@ -490,16 +577,32 @@ DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
     "active_run": [("seed", lambda: ek.active_run(np.ones((1, 20)), _factors(), 5, seed=None)),
                    ("budget", lambda: ek.active_run(np.ones((1, 20)), _factors(), 0.5)),
                    ("Z", lambda: ek.active_run(100 * np.ones((1, 20)), _factors(), 5))],
-    "active_pai": [("n_items", lambda: ek.active_pai([1.0], [0.5], [0.5], [0.5], 0))],
-    "active_tune": [("budget", lambda: ek.active_tune(np.ones((2, 20)), _factors(), 0))],
+    "active_pai": [("n_items", lambda: ek.active_pai([1.0, 0.0], [0.5, 0.5], [0.5, 0.5], [0.5, 0.5], 0)),
+                   ("z", lambda: ek.active_pai([1.0], [0.5], [0.5], [0.5], 10)),
+                   ("q", lambda: ek.active_pai([1.0, 0.0], [0.5, 0.0], [0.5, 0.5], [0.5, 0.5], 10))],
+    "active_tune": [("budget", lambda: ek.active_tune(np.ones((2, 20)), _factors(), 0)),
+                    ("budget", lambda: ek.active_tune(np.ones((2, 20)), _factors(), 0.1)),
+                    ("by", lambda: ek.active_tune(np.ones((2, 20)), _factors(), 5, by="rmse"))],
     "active_evaluate": [("results", lambda: ek.active_evaluate([]))],
-    "active_ceiling": [("budget", lambda: ek.active_ceiling(np.full((1, 20), 0.5), np.ones((1, 20)), 0))],
-    "active_sampling_trace": [("y", lambda: ek.active_sampling_trace(np.ones((2, 20)), _factors(), 5))],
-    "active_semisynthetic": [("suite", lambda: ek.active_semisynthetic("no_such_suite", n_hist=2, n_val=2, n_test=2,
-                                                                       seed=0))],
-    "active_study": [("data", lambda: ek.active_study(NOT_A_FRAME, budgets=[0.1]))],
-    "active_loo": [("budget", lambda: ek.active_loo(np.eye(4), budget=5))],
-    "active_plot_run": [("budget", lambda: ek.active_plot_run(np.ones((1, 20)), _factors(), 0))],
+    "active_ceiling": [("budget", lambda: ek.active_ceiling(np.full((1, 20), 0.5), np.ones((1, 20)), 0)),
+                       ("budget", lambda: ek.active_ceiling(np.full((1, 20), 0.5), np.ones((1, 20)), 0.5)),
+                       ("P", lambda: ek.active_ceiling(np.full((1, 20), 1.0), np.ones((1, 20)), 5)),
+                       ("Z", lambda: ek.active_ceiling(np.full((1, 20), 0.5), np.full((1, 20), 100.0), 5))],
+    "active_sampling_trace": [("z", lambda: ek.active_sampling_trace(np.ones((2, 20)), _factors(), 5)),
+                              ("budget", lambda: ek.active_sampling_trace(np.ones(20), _factors(), 0.25))],
+    "active_semisynthetic": [("suite", lambda: ek.active_semisynthetic("no_such_suite", n_hist=3, n_val=2, n_test=2,
+                                                                       seed=0)),
+                             ("n_hist", lambda: ek.active_semisynthetic(n_hist=2, n_val=2, n_test=2, seed=0)),
+                             ("seed", lambda: ek.active_semisynthetic(n_hist=3, n_val=2, n_test=2, seed=None))],
+    "active_study": [("data", lambda: ek.active_study(NOT_A_FRAME, budgets=[0.1])),
+                     ("budgets", lambda: ek.active_study(_active_data(), budgets=[50])),
+                     ("budgets", lambda: ek.active_study(_active_data(), budgets=[0.0])),
+                     ("tune_budget", lambda: ek.active_study(_active_data(), budgets=[0.1], tune_budget=5)),
+                     ("methods", lambda: ek.active_study(_active_data(), budgets=[0.1], methods=("no_such",)))],
+    "active_loo": [("budget", lambda: ek.active_loo(np.eye(4), budget=5)),
+                   ("budget", lambda: ek.active_loo(np.eye(4), budget=1.0))],
+    "active_plot_run": [("budget", lambda: ek.active_plot_run(np.ones((1, 20)), _factors(), 0)),
+                        ("budget", lambda: ek.active_plot_run(np.ones((1, 20)), _factors(), 0.1))],
     "similarity_irt": [("ridge", lambda: ek.similarity_irt(np.eye(4), ridge=-1.0))],
     "similarity_tau": [("P", lambda: ek.similarity_tau(np.full((3, 2), np.nan)))],
     "similarity_knn": [("n_neighbors", lambda: ek.similarity_knn(np.full((4, 2), 0.5), n_neighbors=0))],
@@ -519,13 +622,17 @@ DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
     "harmony_validate": [("n_reps", lambda: ek.harmony_validate(n_reps=0))],
     "harmony_correlate": [("runs", lambda: ek.harmony_correlate(pd.DataFrame()))],
     "repro_report_write": [("rows_dir", lambda: ek.repro_report_write("/nonexistent/rows", "/tmp/evalkit-out"))],
-    "plot_color": [("name", lambda: ek.plot_color("no_such_colour_name"))],
-    "plot_style": [],
+    "plot_color": [("name", lambda: ek.plot_color(None)),
+                   ("name", lambda: ek.plot_color(float("nan")))],
+    "plot_style": [],            # no argument
     "plot_intervals": [("table", lambda: ek.plot_intervals(pd.DataFrame(), label="x"))],
     "plot_coverage": [("summary", lambda: ek.plot_coverage(pd.DataFrame(), x="n"))],
     "plot_coverage_designs": [("summary", lambda: ek.plot_coverage_designs(pd.DataFrame()))],
-    "plot_irt_recovery": [("truth", lambda: ek.plot_irt_recovery({}, np.zeros(3), np.zeros(3)))],
-    "plot_mc_errors": [("runs", lambda: ek.plot_mc_errors(pd.DataFrame()))],
+    "plot_irt_recovery": [("truth", lambda: ek.plot_irt_recovery({}, np.zeros(3), np.zeros(3))),
+                          ("theta", lambda: ek.plot_irt_recovery({"theta": np.zeros(3), "b": np.zeros(3)}, np.zeros(2),
+                                                                 np.zeros(3)))],
+    "plot_mc_errors": [("runs", lambda: ek.plot_mc_errors(pd.DataFrame())),
+                       ("scale", lambda: ek.plot_mc_errors(_mc_runs(), scale=-1.0))],
     "widget_live": [("controls", lambda: ek.widget_live(lambda: None))],
     "widget_slider": [("value", lambda: ek.widget_slider(5.0, 0.0, 1.0, 0.1, "x"))],
     "widget_choice": [("value", lambda: ek.widget_choice(["a", "b"], "c", "x"))],
@@ -537,7 +644,9 @@ DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
     "log_read_inspect": [("path", lambda: ek.log_read_inspect("/nonexistent/log.eval"))],
     "log_read_lm_eval": [("path", lambda: ek.log_read_lm_eval("/nonexistent/lm_eval"))],
     "log_read_table": [("path", lambda: ek.log_read_table("/nonexistent/table.csv"))],
-    "report_build": [("long_df", lambda: ek.report_build(pd.DataFrame({"model": ["a"]})))],
+    "report_build": [("long_df", lambda: ek.report_build(pd.DataFrame({"model": ["a"]}))),
+                     ("long_df", lambda: ek.report_build(_long().assign(correct=lambda d: 100 * d["correct"]))),
+                     ("cluster", lambda: ek.report_build(_long(), cluster="no_such_column"))],
     "report_write": [("rep", lambda: ek.report_write(NOT_A_FRAME, "/tmp/evalkit-out"))],
     "plan_variance": [("models", lambda: ek.plan_variance(_long(), 1)),
                       ("long_df", lambda: ek.plan_variance(_long().assign(correct=7.0), ["A", "B"]))],
@@ -551,53 +660,9 @@ PROPERTY = {
     "plan_se", "plan_sample_size", "plan_resample_gain", "plan_zero_failures", "weights_compute",
     "ipw_estimate", "harmony_score", "harmony_profile", "partition_ari", "ecc_cluster_agreement",
     "partition_labels", "partition_silhouette", "bt_fit", "bt_encode", "bt_simulate", "similarity_matrix",
-    "similarity_bernoulli",
+    "similarity_bernoulli", "active_pai", "active_ceiling", "active_study", "harmony_compare",
+    "sensitivity_tipping_point",
 }
-
-# public functions whose door check does not hold yet (raw or unnamed error): the contract gap, listed
-KNOWN_GAPS: dict[str, str] = {
-    "active_ceiling": "door check not in place yet: raw exception or another argument named",
-    "active_pai": "door check not in place yet: raw exception or another argument named",
-    "active_semisynthetic": "door check not in place yet: raw exception or another argument named",
-    "active_study": "door check not in place yet: raw exception or another argument named",
-    "dataset_info": "door check not in place yet: raw exception or another argument named",
-    "dataset_items": "door check not in place yet: raw exception or another argument named",
-    "dataset_load": "door check not in place yet: raw exception or another argument named",
-    "dataset_matrix": "door check not in place yet: raw exception or another argument named",
-    "dataset_path": "door check not in place yet: raw exception or another argument named",
-    "dataset_texts": "door check not in place yet: raw exception or another argument named",
-    "ecc_embeddings_build": "door check not in place yet: raw exception or another argument named",
-    "ecc_embeddings_load": "door check not in place yet: raw exception or another argument named",
-    "ecc_plot_gains": "door check not in place yet: raw exception or another argument named",
-    "harmony_benchmark": "door check not in place yet: raw exception or another argument named",
-    "harmony_compare": "door check not in place yet: raw exception or another argument named",
-    "irt_se": "door check not in place yet: raw exception or another argument named",
-    "dr_diagnostics_plot": "door check not in place yet: a raw AttributeError for a non-estimate",
-    "propensity_diagnostics": "door check not in place yet: a raw ValueError for probabilities outside [0, 1]",
-    "log_read": "evalkit report / logs half of the contract (evalkit/report.py, evalkit/logs.py)",
-    "log_read_inspect": "evalkit report / logs half of the contract (evalkit/report.py, evalkit/logs.py)",
-    "log_read_lm_eval": "evalkit report / logs half of the contract (evalkit/report.py, evalkit/logs.py)",
-    "log_read_table": "evalkit report / logs half of the contract (evalkit/report.py, evalkit/logs.py)",
-    "matrix_to_long": "door check not in place yet: raw exception or another argument named",
-    "missing_breakdown": "door check not in place yet: raw exception or another argument named",
-    "missing_explore": "door check not in place yet: raw exception or another argument named",
-    "missing_features": "door check not in place yet: raw exception or another argument named",
-    "missing_report": "door check not in place yet: raw exception or another argument named",
-    "plot_color": "door check not in place yet: raw exception or another argument named",
-    "plot_coverage": "door check not in place yet: raw exception or another argument named",
-    "plot_irt_recovery": "door check not in place yet: raw exception or another argument named",
-    "plot_mc_errors": "door check not in place yet: raw exception or another argument named",
-    "report_build": "evalkit report / logs half of the contract (evalkit/report.py, evalkit/logs.py)",
-    "report_write": "evalkit report / logs half of the contract (evalkit/report.py, evalkit/logs.py)",
-    "repro_report_write": "door check not in place yet: raw exception or another argument named",
-    "sensitivity_plot": "door check not in place yet: raw exception or another argument named",
-    "sensitivity_tipping_point": "door check not in place yet: raw exception or another argument named",
-    "widget_choice": "door check not in place yet: raw exception or another argument named",
-    "widget_coverage": "door check not in place yet: raw exception or another argument named",
-    "widget_irt": "door check not in place yet: raw exception or another argument named",
-    "widget_slider": "door check not in place yet: raw exception or another argument named",
-}
-
 
 def _public_functions() -> list[str]:
     import inspect
@@ -614,11 +679,8 @@ def test_every_public_function_has_a_contract_entry() -> None:
     assert not stale, f"contract entries for names that are not public: {stale}"
 
 
-DOOR_CASES = [
-    pytest.param(name, i, arg, call, id=f"{name}-{arg}",
-                 marks=[pytest.mark.xfail(reason=KNOWN_GAPS[name], strict=False)] if name in KNOWN_GAPS else [])
-    for name, calls in DOOR.items() for i, (arg, call) in enumerate(calls)
-]
+DOOR_CASES = [pytest.param(name, i, arg, call, id=f"{name}-{arg}")
+              for name, calls in DOOR.items() for i, (arg, call) in enumerate(calls)]
 
 
 @pytest.mark.parametrize(("name", "i", "argument", "call"), DOOR_CASES)

@@ -3,12 +3,15 @@
 One test per defect, named ``test_defect_NN_...`` after its number in the audit (part A of
 ``reviews/2026-12-bad-inputs-and-real-logs.md``). Each reproduces the call that went wrong and
 asserts the contract: a clear :class:`EvalkitInputError` naming the argument, or a result in
-range with the documented warning. Defects of ``evalkit report`` and the log readers (9, 10, 11,
-29) are tested with those modules; their tests here are skipped with a pointer.
+range with the documented warning. Defects 9, 10, 11 and 29 (the log readers and ``evalkit report``)
+are reproduced here too, on small tables and edited copies of the committed log fixtures.
 """
 
 from __future__ import annotations
 
+import copy
+import json
+import pathlib
 import warnings
 
 import numpy as np
@@ -17,6 +20,7 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 import evalkit as ek
+from evalkit.__main__ import main
 from evalkit.errors import (
     ConvergenceWarning,
     DegenerateDataWarning,
@@ -26,7 +30,10 @@ from evalkit.errors import (
     SmallClustersWarning,
 )
 
-REPORT_HALF = "a defect of evalkit report / the log readers (evalkit/report.py, evalkit/logs.py)"
+FIX = pathlib.Path(__file__).resolve().parent / "fixtures" / "eval_logs"
+LM_EVAL = FIX / "lm_eval"
+INSPECT_JSON = FIX / "inspect_ai" / "logs" / "json" / ("2026-11-30T11-09-42-00-00_short-answer_"
+                                                       "iNtnvrKAxnKSazTSxKUter.json")
 
 
 def _raises(argument: str):
@@ -140,19 +147,70 @@ def test_defect_08_propensity_predict_refuses_labels_of_another_type():
     assert fit.predict(x[:3], np.array([0, 1, 2])).shape == (3,)
 
 
-@pytest.mark.skip(reason=REPORT_HALF)
-def test_defect_09_duplicate_log_ids_raise():
-    """log_read_lm_eval / log_read_inspect: tested with evalkit.logs."""
+def test_defect_09_duplicate_log_ids_raise(tmp_path):
+    """Two lm-eval documents sharing ``doc["id"]`` were merged into one item (correct 0.5, n_epochs 2), and an
+    Inspect sample logged twice with the same id and epoch was averaged with itself: both must raise."""
+    src = next((LM_EVAL / "output" / "scripted").glob("samples_mini_mcq_science_*.jsonl"))
+    docs = [json.loads(line) for line in src.read_text().splitlines()]
+    right = [d for d in docs if d["acc"] == 1.0][0]
+    wrong = [d for d in docs if d["acc"] == 0.0][0]
+    wrong = {**wrong, "doc": {**wrong["doc"], "id": right["doc"]["id"]}}   # another document, the same id
+    dst = tmp_path / src.name
+    dst.write_text("\n".join(json.dumps(d) for d in [right, wrong]) + "\n")
+    with pytest.raises(ek.LogFormatError, match="share an id") as info:
+        ek.log_read_lm_eval(dst, model="m")
+    assert info.value.argument == "path" and dst.name in str(info.value)
+
+    log = json.loads(INSPECT_JSON.read_text())
+    twin = copy.deepcopy(log["samples"][0])
+    twin["scores"]["match"]["value"] = "I" if twin["scores"]["match"]["value"] == "C" else "C"
+    log["samples"].append(twin)                                            # same id and epoch, another score
+    path = tmp_path / "twice.json"
+    path.write_text(json.dumps(log))
+    with pytest.raises(ek.LogFormatError, match="twice with the same id and epoch"):
+        ek.log_read_inspect(path)
+    with pytest.raises(ek.LogFormatError, match="twice.json"):
+        ek.log_read(path, epochs="all")
 
 
-@pytest.mark.skip(reason=REPORT_HALF)
-def test_defect_10_report_build_validates_its_table():
-    """report_build: tested with evalkit.report."""
+def _long_ok() -> pd.DataFrame:
+    return ek.simulate_paired(n_clusters=6, cluster_size=5, k=1, rng=1)[["model", "item", "cluster", "correct",
+                                                                         "status"]]
 
 
-@pytest.mark.skip(reason=REPORT_HALF)
-def test_defect_11_log_read_table_yes_no():
-    """log_read_table: tested with evalkit.logs."""
+@pytest.mark.parametrize("edit", ["timeout", "OK", "duplicate", "outcome_on_refusal", "percent"])
+def test_defect_10_report_build_validates_its_table(edit):
+    """report_build never validated its table: status 'timeout' went missing silently, 'OK' made every answer
+    missing, a duplicated (model, item) row counted twice, an outcome on a refusal row was ignored."""
+    df = _long_ok()
+    if edit in ("timeout", "OK"):
+        df.loc[0, "status"] = edit
+    elif edit == "duplicate":
+        df = pd.concat([df, df.iloc[:1]], ignore_index=True)
+    elif edit == "outcome_on_refusal":
+        df.loc[0, "status"] = "refusal"                                    # correct stays 0 or 1
+    else:
+        df["correct"] = 100 * df["correct"]
+    words = {"timeout": "timeout", "OK": "OK", "duplicate": "duplicate", "outcome_on_refusal": "outcome",
+             "percent": "0/1"}
+    with _raises("long_df") as info:
+        ek.report_build(df)
+    assert words[edit] in str(info.value)
+    assert len(ek.report_build(_long_ok()).accuracy) == 2               # the valid table still reports
+
+
+def test_defect_11_log_read_table_yes_no(tmp_path, capsys):
+    """A yes/no ``correct`` column became NaN with status ok; the report then failed with "y contains 2 NaN
+    values", naming neither the file nor the column."""
+    table = tmp_path / "yes_no.csv"
+    pd.DataFrame({"model": ["a", "a", "b", "b"], "item": ["i", "j", "i", "j"], "cluster": "c",
+                  "correct": ["yes", "no", "no", "yes"]}).to_csv(table, index=False)
+    with pytest.raises(ek.LogFormatError, match="'yes'") as info:
+        ek.log_read_table(table)
+    assert "yes_no.csv" in str(info.value) and "correct" in str(info.value)
+    assert main(["report", str(table), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "'yes'" in err and "NaN" not in err and not (tmp_path / "r").exists()
 
 
 def _runs() -> pd.DataFrame:
@@ -346,9 +404,21 @@ def test_defect_28_eval_matrix_copies_and_refuses_duplicates():
                       item_info=pd.DataFrame({"x": [1, 2, 3]}))
 
 
-@pytest.mark.skip(reason=REPORT_HALF)
-def test_defect_29_report_write_file_names_do_not_collide():
-    """report_write: tested with evalkit.report."""
+def test_defect_29_report_write_file_names_do_not_collide(tmp_path, capsys):
+    """Tasks "math/algebra" and "math_algebra" slugged to one PNG name (one figure overwrote the other); a crash
+    of the command line left an empty --out folder behind."""
+    a, b = _long_ok(), _long_ok()
+    b["correct"], b["item"] = 1.0 - b["correct"], "alg-" + b["item"]
+    df = pd.concat([a.assign(task="math/algebra"), b.assign(task="math_algebra")], ignore_index=True)
+    paths = ek.report_write(ek.report_build(df), tmp_path / "out")
+    md = paths["markdown"].read_text()
+    figures = sorted((tmp_path / "out").glob("accuracy_*.png"))
+    assert len(figures) == 2 and all(f.name in md for f in figures)
+    bad = tmp_path / "bad.csv"
+    a.assign(correct=100 * a["correct"]).to_csv(bad, index=False)
+    assert main(["report", str(bad), "--out", str(tmp_path / "crash")]) == 2
+    assert not (tmp_path / "crash").exists()
+    capsys.readouterr()
 
 
 def test_defect_30_bt_pairs_from_matrix_ids():
@@ -429,3 +499,99 @@ def test_defect_35_balanced_zero_se_names_the_real_cause():
         ek.mean_estimate(y, np.repeat(np.arange(30), 4))
     text = " ".join(str(w.message) for w in rec)
     assert "every cluster has the same mean" in text and "every outcome is 0" not in text
+
+
+# --------------------------------------------------------------------------------------------
+# Part B of the review (a real leaderboard table); B1-B6 are tested with evalkit report
+# (tests/test_report.py, test_b1_... to test_b6_...)
+# --------------------------------------------------------------------------------------------
+
+
+def test_b7_irt_extreme_items_are_counted_exactly_and_the_advice_fits_the_fit():
+    """The quasi-separation warning counted items by an upper bound (120 said, 38 real) and told a converged
+    ridge fit its parameters "grow with more iterations"; ML fits were not pointed at ``ridge``."""
+    from evalkit.irt import _EXTREME_LOGIT
+
+    rng = np.random.default_rng(3)
+    ability = rng.normal(size=60)
+    Y = (rng.random((60, 40)) < 1 / (1 + np.exp(-ability[:, None]))).astype(float)
+    Y[:, :4] = (ability[:, None] > np.array([-0.5, 0.0, 0.3, 0.6])).astype(float)   # four separated items
+    for ridge in (0.0, 0.1):
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            fit = ek.irt_fit(Y, ridge=ridge)
+        said = [str(w.message) for w in rec if "reach fitted log-odds" in str(w.message)]
+        logits = (np.outer(fit.theta, fit.a) + fit.b) / fit.sigma
+        real = int((np.abs(logits) > _EXTREME_LOGIT).any(axis=0).sum())
+        if ridge == 0.0:
+            assert real > 0
+        assert (real == 0 and not said) or (len(said) == 1 and said[0].startswith(f"irt: {real} items"))
+        if said and ridge > 0:
+            assert "grow with more iterations" not in said[0]
+        elif said:
+            assert "ridge" in said[0]
+    # abilities in [0.1, 1], a = 0.6 T, b = -0.6 T: the log-odds stay in [-0.54 T, 0] although the bound
+    # max|theta| |a| + |b| = 1.2 T passes T; the bound said "1 item", the exact count says none
+    from evalkit.irt import _check_extreme
+
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        _check_extreme(np.array([0.1, 1.0]), np.array([0.6 * _EXTREME_LOGIT]), np.array([-0.6 * _EXTREME_LOGIT]), 1.0)
+    assert not rec
+
+
+def test_b8_budgets_have_one_unit_per_function_and_refuse_the_other(small_factors):
+    """``budget`` was a fraction in ``active_loo`` but a count in ``active_run``, and nothing refused the other
+    form: a count stays a count (``active_run``), a fraction a fraction (``active_loo``, ``active_study``)."""
+    Z = np.ones((1, 60))
+    Z[0, ::3] = 0.0
+    with _raises("budget") as info:
+        ek.active_run(Z, small_factors, 0.1, seed=0)                   # 10% is not 0 items
+    assert "fraction" in str(info.value)
+    assert ek.active_run(Z, small_factors, 6, seed=0).n_queries[0, 0] == 6
+    with _raises("budget") as info:
+        ek.active_loo(np.eye(4), budget=50)                              # 50 items is not 50%
+    assert "count" in str(info.value)
+    with _raises("budget"):
+        ek.active_ceiling(np.full((1, 60), 0.5), Z, 0.25)
+    for budget in (True, float("nan"), "6", 1):
+        with _raises("budget"):
+            ek.active_run(Z, small_factors, budget, seed=0)
+
+
+def test_b9_harmony_names_the_sub_domain_without_outcomes():
+    """HARMONY refused with "model 4 has no observed outcome in sub-domain 1": indices, not names."""
+    part = ek.partition_labels(np.array(["algebra", "algebra", "geometry", "geometry"]))
+    Y = np.array([[1.0, 0.0, 1.0, 0.0], [1.0, 1.0, np.nan, np.nan]])
+    with _raises("Y") as info:
+        ek.harmony_score(Y, part)
+    assert "'geometry'" in str(info.value) and "row 1" in str(info.value)
+    with _raises("y") as info:
+        ek.harmony_profile(Y[1], part)
+    assert "'geometry'" in str(info.value)
+
+
+# --------------------------------------------------------------------------------------------
+# "Unclear crashes" of part A (raw numpy/pandas errors), each now an input error naming its argument
+# --------------------------------------------------------------------------------------------
+
+UNCLEAR_CRASHES = {
+    "dataset_load_models_dict": ("models", lambda f: ek.dataset_load("mmlu_pro_official", models={"a": 1})),
+    "active_run_empty_Z": ("Z", lambda f: ek.active_run(np.empty((0, 60)), f, 5, seed=0)),
+    "nat_clusters": ("clusters", lambda f: ek.mean_estimate(np.ones(4), pd.to_datetime(
+        ["2020-01-01", None, "2020-01-02", "2020-01-02"]))),
+    "length_mismatch_names_the_outcomes": ("clusters", lambda f: ek.mean_estimate(np.ones(119), np.arange(120) % 4)),
+    "matrix_to_long_not_a_matrix": ("m", lambda f: ek.matrix_to_long(pd.DataFrame())),
+    "missing_breakdown_not_a_table": ("long_df", lambda f: ek.missing_breakdown("runs.csv")),
+    "propensity_diagnostics_p_above_one": ("p", lambda f: ek.propensity_diagnostics(
+        np.r_[np.ones(5), np.zeros(5)], np.full(10, 1.5), plot=False)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNCLEAR_CRASHES))
+def test_unclear_crashes_are_input_errors_naming_the_argument(case, small_factors):
+    argument, call = UNCLEAR_CRASHES[case]
+    with _raises(argument) as info:
+        call(small_factors)
+    if case == "length_mismatch_names_the_outcomes":
+        assert "outcomes have 119" in str(info.value)

@@ -274,6 +274,22 @@ def test_c4_runs_that_stopped_are_said_with_samples_done_and_planned() -> None:
     assert set(rep.runs["status"]) == {"error", "started"}
 
 
+def test_c4_cancelled_runs_give_a_report_with_samples_done_and_planned(
+        tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = INSPECT_NEW / "cancelled"           # 4 of 12 samples done; and a header-only log, none done
+    assert main(["report", str(folder), "--out", str(tmp_path / "r")]) == 0
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "the run's status is 'cancelled'" in md and "4 of 12 planned sample-epochs are in the log" in md
+    assert "0 of 12 planned sample-epochs were run" in md        # the header-only log, named, not a traceback
+    assert "log_samples=False" not in md
+    head_only = next(folder.glob("*before-any-sample*.json"))
+    with pytest.raises(ek.LogFormatError, match=r"status is 'cancelled'.*0 of 12 planned"):
+        ek.log_read(head_only)
+    df = ek.log_read(folder, on_error="note")
+    assert len(df) == 4 and df.attrs["evalkit_runs"][0]["samples_planned"] == 12
+    capsys.readouterr()
+
+
 def test_c5_lm_eval_runs_sharing_a_generated_name_are_told_apart(tmp_path: pathlib.Path) -> None:
     df = ek.log_read(LAYOUTS / "lm_eval_same_name")
     assert df["model"].nunique() == 2

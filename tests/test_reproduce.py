@@ -305,7 +305,7 @@ def test_command_line(tmp_path, capsys) -> None:
     assert main([str(tmp_path / "rows"), str(tmp_path / "out")]) == 0
     assert "1 reproduced, 0 not reproduced" in capsys.readouterr().out
     assert main([str(tmp_path / "empty"), str(tmp_path / "out")]) == 1
-    assert "error: no row folder" in capsys.readouterr().err
+    assert "no row folder" in capsys.readouterr().err
 
 
 def test_module_runs_as_a_script(tmp_path) -> None:
@@ -525,7 +525,7 @@ def test_command_line_reports_bad_paths_without_a_traceback(tmp_path, capsys) ->
     a_file = tmp_path / "taken"
     a_file.write_text("x")
     assert main([str(path.parent), str(a_file)]) == 1
-    assert "error: the output folder" in capsys.readouterr().err and a_file.read_text() == "x"
+    assert "the output folder" in capsys.readouterr().err and a_file.read_text() == "x"
     assert main([str(path), str(tmp_path / "out")]) == 1  # the row *file* given as the folder
     assert "is a file" in capsys.readouterr().err
     (path.parent / "old.json").mkdir()  # a directory named like a row file

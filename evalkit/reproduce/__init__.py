@@ -70,6 +70,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..errors import EvalkitInputError, EvalkitInputNotFoundError
+
 __all__ = [
     "COLUMNS",
     "INCONCLUSIVE",
@@ -863,19 +865,20 @@ def repro_report_write(rows_dir: str | os.PathLike[str], out_dir: str | os.PathL
     """
     rows_path = pathlib.Path(rows_dir)
     if rows_path.exists() and not rows_path.is_dir():
-        raise ValueError(f"the row folder {rows_path} is a file; give the folder that holds the <notebook>.json files")
+        raise EvalkitInputError(
+            "rows_dir", f"the row folder {rows_path} is a file; give the folder that holds the <notebook>.json files")
     if not rows_path.is_dir():
-        raise FileNotFoundError(
-            f"no row folder {rows_path}: run the notebooks with {REPORT_DIR_ENV} set "
+        raise EvalkitInputNotFoundError(
+            "rows_dir", f"no row folder {rows_path}: run the notebooks with {REPORT_DIR_ENV} set "
             "(`make all` does), or save tables with ReproTable.save(directory)"
         )
     out = pathlib.Path(out_dir)
     if out.exists() and not out.is_dir():
-        raise ValueError(f"the output folder {out} is an existing file; give a folder for the report")
+        raise EvalkitInputError("out_dir", f"the output folder {out} is an existing file; give a folder for the report")
     files = sorted(rows_path.glob("*.json"))
     if not files:
-        raise FileNotFoundError(
-            f"no *.json row files in {rows_path}: run the notebooks with {REPORT_DIR_ENV}={rows_path} "
+        raise EvalkitInputNotFoundError(
+            "rows_dir", f"no *.json row files in {rows_path}: run the notebooks with {REPORT_DIR_ENV}={rows_path} "
             "(`make all` does), and make sure each notebook calls ReproTable.show() or .save()"
         )
     by_notebook: dict[str, list[dict[str, Any]]] = {}
