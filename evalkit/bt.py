@@ -53,6 +53,8 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 
 
+_MAX_WEIGHT = 1e15  # bt_fit: frequency weights above this many comparisons are refused
+
 def _objective(W: np.ndarray, theta: np.ndarray, ridge: float) -> np.ndarray:
     """Penalised negative log-likelihood per profile: ``(K,)`` for ``W (K, M, M)``, ``theta (K, M)``."""
     # Over pairs i < j: W_ij softplus(-D) + W_ji softplus(D) = (W_ij + W_ji) softplus(-D) + W_ji D.
@@ -349,6 +351,10 @@ def bt_fit(winner: npt.ArrayLike, loser: npt.ArrayLike, *, models: npt.ArrayLike
             raise EvalkitInputError("weights", "weights must be finite and non-negative")
         if w.sum() <= 0:
             raise EvalkitInputError("weights", "all weights are zero: no comparison carries information")
+        if w.max() > _MAX_WEIGHT:
+            raise EvalkitInputError("weights", f"weights are frequency weights (a weight of 2 counts as two "
+                                               f"comparisons); the largest is {w.max():.3g}, above {_MAX_WEIGHT:.0e} "
+                                               f"comparisons, where the Newton steps lose all precision: rescale them")
     ridge = check_positive(ridge, "ridge", allow_zero=True)
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     tol = check_positive(tol, "tol")

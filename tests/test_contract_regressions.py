@@ -595,3 +595,11 @@ def test_unclear_crashes_are_input_errors_naming_the_argument(case, small_factor
         call(small_factors)
     if case == "length_mismatch_names_the_outcomes":
         assert "outcomes have 119" in str(info.value)
+
+
+def test_bt_fit_refuses_weights_beyond_precision():
+    """Frequency weights of 1e200 comparisons made the Newton step a raw LinAlgError; now an input error."""
+    with _raises("weights"):
+        ek.bt_fit(["a", "b", "a"], ["b", "a", "b"], weights=[1e200, 1.0, 1.0])
+    fit = ek.bt_fit(["a", "b", "a"], ["b", "a", "b"], weights=[1e6, 1.0, 1.0])
+    assert np.isfinite(np.asarray(fit.theta)).all()
