@@ -205,9 +205,9 @@ the question the widget answers is about *few* clusters, and 400 replications of
 designs take about a second on 2 cores (``benchmarks/bench_widgets.py``)."""
 
 WIDTH_CAP_POINTS = 100.0
-"""The width panel of :func:`widget_coverage_redraw` stops at 100 percentage points (an interval as wide as the
-whole accuracy scale); wider bars (CR1's t(1) and CR2's Satterthwaite t at two clusters) are cut there and
-their value printed above them."""
+"""The width panel of :func:`widget_coverage_redraw` runs to 25, 50 or at most 100 percentage points (an interval
+as wide as the whole accuracy scale); wider bars (CR1's t(1) and CR2's Satterthwaite t at two clusters) are cut
+there and their value printed above them."""
 
 COVERAGE_WIDGET_ESTIMATORS: tuple[str, ...] = ("iid", "CR1", "CR2")
 COVERAGE_WIDGET_LABELS: dict[str, str] = {"iid": "iid", "CR1": "CR1, t(M-1)", "CR2": "CR2, Satterthwaite"}
@@ -285,7 +285,10 @@ def widget_coverage_redraw(icc: float = 0.1, n_clusters: int = 10, cluster_size:
             if v > WIDTH_CAP_POINTS:  # wider than the whole 0-1 scale: cut at the cap, its value printed
                 cut += 1
                 ax2.text(x, WIDTH_CAP_POINTS, f"{v:.0f}", ha="center", va="bottom", fontsize=10)
-    ax2.set_ylim(0, 1.12 * WIDTH_CAP_POINTS)
+    # the axis moves in three steps only (25, 50, 100 points), so that widths stay comparable between settings
+    widest = float(np.nanmax(100 * res["width"].to_numpy(dtype=float)))
+    top = next(t for t in (25.0, 50.0, WIDTH_CAP_POINTS) if widest <= t or t == WIDTH_CAP_POINTS)
+    ax2.set_ylim(0, 1.12 * top)
     ax2.set_xticks(np.arange(len(designs)), [DESIGN_LABELS.get(d, d) for d in designs])
     ax2.set_ylabel("mean interval width\n(percentage points)")
     ax2.set_title("width" if not cut else f"width ({cut} bars cut at {WIDTH_CAP_POINTS:.0f}:\n"
