@@ -238,7 +238,8 @@ def _value(control: Any, kind: str) -> str:
 def _label(control: Any) -> str:
     text = control.evaluate(
         "e => { const w = e.closest('.widget-slider, .widget-dropdown, .widget-checkbox');"
-        " const l = w && w.querySelector('.widget-label, .widget-label-basic'); return l ? l.textContent : ''; }")
+        " const l = w && (w.querySelector('.widget-label-basic') || w.querySelector('.widget-label'));"
+        " return l ? l.textContent : ''; }")  # a checkbox's own label, not its hidden indent label
     return str(text).strip() or "(unlabelled)"
 
 
