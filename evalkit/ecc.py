@@ -1213,7 +1213,8 @@ METHOD_COLOURS: dict[str, str] = {
 """One colour per method in every ECC figure."""
 
 
-def ecc_plot_gains(table: pd.DataFrame, *, ax: Axes | None = None, title: str = "") -> Axes:
+def ecc_plot_gains(table: pd.DataFrame, *, ax: Axes | None = None, title: str = "",
+                   ylim: tuple[float, float] | None = None) -> Axes:
     """Grouped bars of the ranking gain (%) per inference mode and method, with 95% intervals.
 
     Parameters
@@ -1222,6 +1223,9 @@ def ecc_plot_gains(table: pd.DataFrame, *, ax: Axes | None = None, title: str = 
         ``ECCEvaluation.table`` (rows with ``mode == "none"`` are skipped).
     ax : matplotlib Axes, optional
     title : str
+    ylim : (low, high), optional
+        Fixed limits of the gain axis (a widget keeps them between settings); bars and interval
+        ends beyond them are cut at the frame and counted in the title. Default: matplotlib's.
 
     Returns
     -------
@@ -1250,9 +1254,19 @@ def ecc_plot_gains(table: pd.DataFrame, *, ax: Axes | None = None, title: str = 
     ax.set_xlabel("inference mode for a new query")
     ax.set_ylabel("ranking gain vs global BT (%)")
     ax.legend(loc="best")
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+        n_out = int(np.sum((t["ci_low"] < ylim[0]) | (t["ci_high"] > ylim[1])))
+        if n_out:
+            note = f"{n_out} intervals reach beyond the axis"
+            title = f"{title}\n{note}" if title else note
     if title:
         ax.set_title(title)
     return ax
+
+
+ECC_EXPLORE_YLIM: tuple[float, float] = (-25.0, 15.0)
+"""Fixed gain axis (%) of :func:`ecc_explore`, so that the bars, not the axis, move between settings."""
 
 
 def ecc_explore(train_pairs: pd.DataFrame, test_pairs: pd.DataFrame, embeddings: pd.DataFrame, *,
@@ -1296,11 +1310,11 @@ def ecc_explore(train_pairs: pd.DataFrame, test_pairs: pd.DataFrame, embeddings:
 
         axis = ax if ax is not None else plt.subplots(figsize=(6, 3.5))[1]
         axis.axhline(0.0, color=PALETTE["neutral"], lw=1)
-        axis.set(title=title, ylabel="ranking gain vs global BT (%)", xticks=[])
+        axis.set(title=title, ylabel="ranking gain vs global BT (%)", xticks=[], ylim=ECC_EXPLORE_YLIM)
         axis.text(0.5, 0.5, "K = 1 is global BT: every gain is 0", ha="center", va="center",
                   transform=axis.transAxes)
         return ev.table
-    ecc_plot_gains(ev.table, ax=ax, title=title)
+    ecc_plot_gains(ev.table, ax=ax, title=title, ylim=ECC_EXPLORE_YLIM)
     return ev.table
 
 

@@ -797,7 +797,11 @@ def harmony_explore(P: npt.ArrayLike, Y: npt.ArrayLike, *, b: float = DEFAULT_B,
         axes[0].set_ylim(-0.02, 1.02)
         axes[0].set_xlabel("model")
         axes[0].set_ylabel("HARMONY")
-        axes[0].set_title(f"k = {part.k}, sizes {part.sizes.tolist()}")
+        if part.k == 1:  # one sub-domain: nothing to balance, so b (the kernel over sub-domains) and tau do nothing
+            axes[0].set_title(f"k = 1: one sub-domain of {int(part.sizes[0])} items, so HARMONY = 1\nby "
+                              "definition; b and τ act between sub-domains and change nothing", fontsize=11)
+        else:
+            axes[0].set_title(f"k = {part.k}, sizes {part.sizes.tolist()}")
         axes[0].legend(fontsize=8)
         est = np.array([s.estimate for s in reb.shift]) * 100
         lo = np.array([s.ci_low for s in reb.shift]) * 100

@@ -255,25 +255,30 @@ def missing_explore(icc: float = 0.2, n_clusters: int = 20, mechanism: str = "ma
         obs = d["correct"].notna().to_numpy()
         W = weights_compute(propensity_fit(obs.astype(float), d[["x"]], d["cluster"]).p[obs], rule)
     colors = [STUDY_COLORS.get(str(e), PALETTE["neutral"]) for e in s["estimator"]]
-    fig, ax = plt.subplots(1, 3, figsize=(13, 3.6), gridspec_kw={"width_ratios": [1.1, 1, 1]})
+    # 11 inches wide: shown at a notebook's width, the text stays at the size of the style's fonts
+    fig, ax = plt.subplots(1, 3, figsize=(11, 4.4), gridspec_kw={"width_ratios": [1.25, 1, 1]})
     yy = np.arange(len(s))
     ax[0].barh(yy, s["bias"], xerr=2 * s["bias_mcse"], color=colors)
     ax[0].set_yticks(yy, s["estimator"])
     ax[0].axvline(0, color=PALETTE["truth"], lw=0.8)
     ax[0].set_xlabel("bias (accuracy points)")
     ax[1].errorbar(s["coverage"], yy, xerr=2 * s["coverage_mcse"], fmt="none", ecolor=PALETTE["neutral"], capsize=3)
-    ax[1].scatter(s["coverage"], yy, c=colors, s=45, zorder=3)
+    ax[1].scatter(s["coverage"], yy, c=colors, s=45, zorder=3, clip_on=False)
     ax[1].axvline(0.95, color=PALETTE["truth"], ls="--", lw=0.8)
-    ax[1].set_xlim(0, 1.02)
+    ax[1].set_xlim(0, 1.06)  # a coverage of 1.0 sits inside the frame, not on it
+    ax[1].set_xticks([0, 0.25, 0.5, 0.75, 0.95])
     ax[1].set_yticks(yy, [""] * len(s))
-    ax[1].set_xlabel("coverage of the 95% interval (share)")
+    ax[1].set_xlabel("coverage of the 95% interval")
     ax[2].hist(W.w_raw, bins=40, color=PALETTE["neutral"])
     if np.isfinite(W.cap):
         ax[2].axvline(W.cap, color=PALETTE["accent"], label=f"cap: {W.mass_cut:.1%} of weight mass cut")
-        ax[2].legend(fontsize=8)
-    ax[2].set_xlabel("weight 1/p of one replication (unitless)")
+        ax[2].legend()
+    ax[2].set_xlabel("weight 1/p, one replication")
     ax[2].set_ylabel("answered items")
-    fig.suptitle(f"{mechanism}, ICC {icc:g}, {n_clusters} clusters, {response_rate:.0%} answered, strength "
-                 f"{strength:g}, {n_reps} replications (bars: 2 Monte Carlo SE)", fontsize=10)
+    from .widgets import CHOICE_LABELS
+
+    fig.suptitle(f"{CHOICE_LABELS.get(mechanism, mechanism)}, ICC {icc:g}, {n_clusters} clusters\n"
+                 f"{response_rate:.0%} answered, strength {strength:g}, {n_reps} replications "
+                 "(bars: 2 Monte Carlo SE)")
     _tight(fig)
     return fig

@@ -351,7 +351,7 @@ DESIGN_LABELS: dict[str, str] = {
 
 
 def plot_coverage_designs(summary: pd.DataFrame, *, nominal: float = 0.95, ax: Axes | None = None,
-                          title: str | None = None) -> Axes:
+                          title: str | None = None, legend: bool = True) -> Axes:
     """Coverage of each interval method in each cluster-size design, with ±2 Monte Carlo SE bars.
 
     Parameters
@@ -360,6 +360,9 @@ def plot_coverage_designs(summary: pd.DataFrame, *, nominal: float = 0.95, ax: A
         Columns ``design``, ``estimator``, ``coverage``, ``coverage_mcse`` (one row per pair).
     nominal : float
         Nominal level, drawn as a dashed line.
+    legend : bool
+        Draw the legend outside the axes, to their right (False: none, e.g. when the caller draws
+        one legend for a whole figure).
 
     Returns
     -------
@@ -369,6 +372,12 @@ def plot_coverage_designs(summary: pd.DataFrame, *, nominal: float = 0.95, ax: A
     ------
     ValueError
         When a needed column is missing.
+
+    Notes
+    -----
+    The vertical axis runs to 1.04, so that a coverage of 100% is drawn above the frame, not on it,
+    and starts at 0.8 unless a point or its bar goes lower (then at the next lower multiple of 0.2),
+    so that it moves in few, visible steps between settings.
 
     Examples
     --------
@@ -391,19 +400,26 @@ def plot_coverage_designs(summary: pd.DataFrame, *, nominal: float = 0.95, ax: A
     names = list(pd.unique(summary["estimator"]))
     for name, pos, g in _dodged(summary, "estimator", names, "design", designs, 0.22):
         ax.errorbar(pos, g["coverage"], yerr=2 * g["coverage_mcse"], fmt="o", ms=7,
-                    lw=2, capsize=4, color=plot_color(str(name)), label=str(name))
+                    lw=2, capsize=4, color=plot_color(str(name)), label=str(name), clip_on=False)
     ax.axhline(nominal, color=plot_color("truth"), lw=1, ls="--", label=f"nominal {nominal:.0%}")
     ax.set_xticks(np.arange(len(designs)), [DESIGN_LABELS.get(str(d), str(d)) for d in designs])
     ax.set_xlim(-0.6, len(designs) - 0.4)
     lo = float(np.nanmin(summary["coverage"] - 2 * summary["coverage_mcse"]))
-    ax.set_ylim(max(0.0, min(0.8, lo - 0.03)), 1.0)
+    bottom = 0.8 if lo >= 0.81 else max(0.0, 0.2 * np.floor((lo - 0.01) / 0.2))
+    ax.set_ylim(bottom, 1.04)
+    ax.set_yticks([t for t in np.arange(0.0, 1.0001, 0.05 if bottom >= 0.8 else 0.1) if t >= bottom - 1e-9])
     ax.set_ylabel(f"coverage of the {nominal:.0%} interval\n(bars: ±2 Monte Carlo SE)")
     ax.set_xlabel("cluster sizes")
-    return _titled_legend(ax, title, "lower left")
+    if title:
+        ax.set_title(title)
+    if legend:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return ax
 
 
 def plot_irt_recovery(truth: Mapping[str, Any], theta: np.ndarray, b: np.ndarray, *,
-                      axes: Sequence[Axes] | None = None) -> Sequence[Axes]:
+                      axes: Sequence[Axes] | None = None,
+                      limits: Sequence[tuple[float, float]] | None = None) -> Sequence[Axes]:
     """Fitted against true abilities and easiness of a simulated 2PL fit, with the identity line.
 
     Parameters
@@ -415,6 +431,10 @@ def plot_irt_recovery(truth: Mapping[str, Any], theta: np.ndarray, b: np.ndarray
     b : (n_items,) array
         Fitted easiness (NaN for items the fit excluded; they are not drawn).
     axes : two Axes, optional
+    limits : two (low, high) pairs, optional
+        Fixed axis limits of the ability and the easiness panel (both axes of each). Points outside
+        are drawn on the edge as open triangles, and ``_irt_recovery_outside`` counts them.
+        Default: each panel spans its points.
 
     Returns
     -------
@@ -447,15 +467,52 @@ def plot_irt_recovery(truth: Mapping[str, Any], theta: np.ndarray, b: np.ndarray
         _, ax_arr = plt.subplots(1, 2, figsize=(9.0, 4.0))
         axes = list(ax_arr)
     ok = np.isfinite(b_fit) & np.isfinite(b_true)
-    for ax, xs, ys, what, size in [(axes[0], t_true, t_fit, "ability θ", 14), (axes[1], b_true[ok], b_fit[ok],
-                                                                                 "easiness b", 6)]:
-        ax.scatter(xs, ys, s=size, alpha=0.6, color=plot_color("cbmm"), label="cBMM fit")
-        lim = [float(np.nanmin([xs.min(), ys.min()])), float(np.nanmax([xs.max(), ys.max()]))]
+    kept = np.isfinite(t_fit) & np.isfinite(t_true)
+    panels = [(axes[0], t_true[kept], t_fit[kept], "ability θ", 14), (axes[1], b_true[ok], b_fit[ok], "easiness b", 6)]
+    for j, (ax, xs, ys, what, size) in enumerate(panels):
+        if limits is None:
+            lim = [float(np.nanmin([xs.min(), ys.min()])), float(np.nanmax([xs.max(), ys.max()]))]
+            inside = np.ones(xs.size, dtype=bool)
+        else:
+            lim = [float(limits[j][0]), float(limits[j][1])]
+            inside = (xs >= lim[0]) & (xs <= lim[1]) & (ys >= lim[0]) & (ys <= lim[1])
+        ax.scatter(xs[inside], ys[inside], s=size, alpha=0.6, color=plot_color("cbmm"), label="cBMM fit")
+        if not inside.all():
+            ax.scatter(np.clip(xs[~inside], lim[0], lim[1]), np.clip(ys[~inside], lim[0], lim[1]), s=40, marker="^",
+                       facecolors="none", edgecolors=plot_color("accent"), clip_on=False,
+                       label="outside the axes (at the edge)")
         ax.plot(lim, lim, color=plot_color("truth"), lw=1, ls="--", label="fitted = true")
+        if limits is not None:
+            ax.set_xlim(*lim)
+            ax.set_ylim(*lim)
         ax.set_xlabel(f"true {what} (logit scale)")
         ax.set_ylabel(f"fitted {what} (logit scale)")
     axes[0].legend(loc="upper left")
+    if limits is not None and len(axes[1].collections) > 1:
+        axes[1].legend(loc="upper left")
     return axes
+
+
+def _irt_recovery_outside(truth: Mapping[str, Any], theta: np.ndarray, b: np.ndarray,
+                         limits: Sequence[tuple[float, float]]) -> tuple[int, int]:
+    """How many abilities and easiness values :func:`plot_irt_recovery` draws on the edge at ``limits``.
+
+    A point is outside when its true or its fitted value leaves the panel's ``(low, high)``;
+    excluded (NaN) values are not counted.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> truth = {"theta": np.array([-1.0, 1.0]), "b": np.array([0.0, 1.0, 0.5])}
+    >>> _irt_recovery_outside(truth, np.array([-0.9, 1.1]), np.array([0.1, 15.0, np.nan]), [(-4, 4), (-5, 5)])
+    (0, 1)
+    """
+    counts = []
+    for (lo, hi), true, fit in ((limits[0], truth["theta"], theta), (limits[1], truth["b"], b)):
+        t, f = np.asarray(true, float), np.asarray(fit, float)
+        ok = np.isfinite(t) & np.isfinite(f)
+        counts.append(int(np.sum(ok & ((t < lo) | (t > hi) | (f < lo) | (f > hi)))))
+    return counts[0], counts[1]
 
 
 def plot_mc_errors(runs: pd.DataFrame, *, ax: Axes | None = None, scale: float = 100.0,

@@ -80,12 +80,16 @@ def widget_choice(options: Sequence[Any], value: Any, description: str,
     """A drop-down menu that shows readable labels and returns the code value.
 
     ``labels`` maps values to the text shown (default: :data:`CHOICE_LABELS`, then the value itself).
+    A yes/no choice (``options`` exactly ``True`` and ``False``) is a checkbox instead, labelled
+    ``description``.
 
     Examples
     --------
     >>> menu = widget_choice(["mcar", "mar_cluster"], "mar_cluster", "mechanism")
     >>> menu.value, menu.label
     ('mar_cluster', 'missing at random given the cluster')
+    >>> type(widget_choice([True, False], True, "with replacement")).__name__
+    'Checkbox'
     """
     import ipywidgets as w
 
@@ -94,8 +98,11 @@ def widget_choice(options: Sequence[Any], value: Any, description: str,
         raise EvalkitInputError("options", f"options must be a non-empty sequence of values, got {options!r}")
     if value not in opts:
         raise EvalkitInputError("value", f"value {value!r} is not one of the options {opts}")
+    if len(opts) == 2 and all(isinstance(o, bool) for o in opts) and set(opts) == {True, False}:
+        return w.Checkbox(value=bool(value), description=description, indent=False,
+                          layout=w.Layout(width=f"{max(160, 9 * len(description) + 40)}px"))
     names = {**CHOICE_LABELS, **(labels or {})}
-    return w.Dropdown(options=[(str(names.get(o, o)), o) for o in options], value=value, description=description,
+    return w.Dropdown(options=[(str(names.get(o, o)), o) for o in opts], value=value, description=description,
                       style={"description_width": "initial"})
 
 
@@ -222,6 +229,11 @@ COVERAGE_WIDGET_LIMITS: dict[str, tuple[float, float, float]] = {
 the question the widget answers is about *few* clusters, and 400 replications of 2,500 items for three
 designs take about a second on 2 cores (``benchmarks/bench_widgets.py``)."""
 
+WIDTH_CAP_POINTS = 100.0
+"""The width panel of :func:`widget_coverage_redraw` runs to 25, 50 or at most 100 percentage points (an interval
+as wide as the whole accuracy scale); wider bars (CR1's t(1) and CR2's Satterthwaite t at two clusters) are cut
+there and their value printed above them."""
+
 COVERAGE_WIDGET_ESTIMATORS: tuple[str, ...] = ("iid", "CR1", "CR2")
 COVERAGE_WIDGET_LABELS: dict[str, str] = {"iid": "iid", "CR1": "CR1, t(M-1)", "CR2": "CR2, Satterthwaite"}
 
@@ -285,18 +297,31 @@ def widget_coverage_redraw(icc: float = 0.1, n_clusters: int = 10, cluster_size:
                          cluster_size=int(cluster_size), icc=float(icc), n_reps=int(n_reps), seed=seed,
                          estimators=COVERAGE_WIDGET_ESTIMATORS, dominant_share=float(dominant_share))
     res = res.assign(estimator=res["estimator"].map(COVERAGE_WIDGET_LABELS))
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12.0, 4.6), width_ratios=[1.3, 1.0])
-    plot_coverage_designs(res, ax=ax1)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12.0, 5.2), width_ratios=[1.3, 1.0], layout="constrained")
+    plot_coverage_designs(res, ax=ax1, legend=False)
     ax1.set_title("coverage")
     designs = list(dict.fromkeys(res["design"]))
     names = list(dict.fromkeys(res["estimator"]))
+    cut = 0
     for name, pos, g in _dodged(res, "estimator", names, "design", designs, 0.25):
-        ax2.bar(pos, 100 * g["width"], width=0.24, color=plot_color(name), label=name)
+        w = 100 * g["width"].to_numpy(dtype=float)
+        ax2.bar(pos, np.minimum(w, WIDTH_CAP_POINTS), width=0.24, color=plot_color(name), label=name)
+        for x, v in zip(pos, w, strict=True):
+            if v > WIDTH_CAP_POINTS:  # wider than the whole 0-1 scale: cut at the cap, its value printed
+                cut += 1
+                ax2.text(x, WIDTH_CAP_POINTS, f"{v:.0f}", ha="center", va="bottom", fontsize=10)
+    # the axis moves in three steps only (25, 50, 100 points), so that widths stay comparable between settings
+    widest = float(np.nanmax(100 * res["width"].to_numpy(dtype=float)))
+    top = next(t for t in (25.0, 50.0, WIDTH_CAP_POINTS) if widest <= t or t == WIDTH_CAP_POINTS)
+    ax2.set_ylim(0, 1.12 * top)
     ax2.set_xticks(np.arange(len(designs)), [DESIGN_LABELS.get(d, d) for d in designs])
     ax2.set_ylabel("mean interval width\n(percentage points)")
-    ax2.set_title("width")
+    ax2.set_title("width" if not cut else f"width ({cut} bars cut at {WIDTH_CAP_POINTS:.0f}:\n"
+                  "wider than the whole 0–1 scale: t with few degrees of freedom)")
+    handles, labels = ax1.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels))
     eff = res.drop_duplicates("design").set_index("design")["n_clusters_effective"]
-    fig.suptitle(f"ICC {icc:.2f}, {n_clusters} clusters × {cluster_size} items on average, {n_reps} replications; "
+    fig.suptitle(f"ICC {icc:.2f}, {n_clusters} clusters × {cluster_size} items on average, {n_reps} replications\n"
                  "effective clusters: " + ", ".join(f"{d} {eff[d]:.1f}" for d in designs))
     if show:
         plt.show()
@@ -364,6 +389,12 @@ identified anyway."""
 
 _IRT_MAX_ITER = 400
 
+IRT_WIDGET_AXES: tuple[tuple[float, float], tuple[float, float]] = ((-4.0, 4.0), (-5.0, 5.0))
+"""Fixed limits of the ability and easiness panels of :func:`widget_irt_redraw` (both axes), so that
+moving a control moves the points, not the frame. They hold the simulated truths (standard-normal
+abilities, easiness within about ±3.5); a fitted value beyond them (a nearly separated item at the
+smallest settings) is drawn on the edge and counted in the panel's title."""
+
 
 def widget_irt_redraw(sigma: float = 1.0, missing: float = 0.1, n_models: int = 200, n_items: int = 800,
                       mechanism: str = "mcar", *, seed: int = 2026, show: bool = True) -> dict[str, float]:
@@ -393,7 +424,8 @@ def widget_irt_redraw(sigma: float = 1.0, missing: float = 0.1, n_models: int = 
     dict
         ``r_theta`` (correlation of fitted and true ability over the models the fit kept),
         ``bias_b`` (mean fitted minus true easiness over the items it kept), ``n_excluded_items``,
-        ``n_excluded_models``, ``n_iter``, ``missing`` (realised fraction).
+        ``n_excluded_models``, ``n_iter``, ``missing`` (realised fraction), ``n_outside_theta`` and
+        ``n_outside_b`` (points outside :data:`IRT_WIDGET_AXES`, drawn on the edge).
 
     Raises
     ------
@@ -414,7 +446,7 @@ def widget_irt_redraw(sigma: float = 1.0, missing: float = 0.1, n_models: int = 
 
     from ._checks import EvalkitWarning
     from .irt import irt_fit
-    from .plots import plot_irt_recovery
+    from .plots import _irt_recovery_outside, plot_irt_recovery
     from .simulate import simulate_2pl
 
     _limits_check({"sigma": sigma, "missing": missing, "n_models": n_models, "n_items": n_items},
@@ -433,10 +465,13 @@ def widget_irt_redraw(sigma: float = 1.0, missing: float = 0.1, n_models: int = 
     out = {"r_theta": r_theta, "bias_b": bias_b, "n_excluded_items": float(np.sum(~items)),
            "n_excluded_models": float(np.sum(~kept)), "n_iter": float(fit.n_iter),
            "missing": float(truth["missing"])}
-    fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.2))
-    plot_irt_recovery(truth, fit.theta, fit.b, axes=axes)
-    axes[0].set_title(f"ability: r = {r_theta:.3f}")
-    axes[1].set_title(f"easiness: mean(fitted − true) = {bias_b:+.2f}")
+    fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.6))
+    plot_irt_recovery(truth, fit.theta, fit.b, axes=axes, limits=IRT_WIDGET_AXES)
+    out_theta, out_b = _irt_recovery_outside(truth, fit.theta, fit.b, IRT_WIDGET_AXES)
+    out["n_outside_theta"], out["n_outside_b"] = float(out_theta), float(out_b)
+    axes[0].set_title(f"ability: r = {r_theta:.3f}" + (f"\n{out_theta} outside the axes" if out_theta else ""))
+    axes[1].set_title(f"easiness: mean(fitted − true) = {bias_b:+.2f}"
+                      + (f"\n{out_b} outside the axes, drawn at the edge" if out_b else ""))
     note = []
     if out["n_excluded_items"] or out["n_excluded_models"]:
         note.append(f"{int(out['n_excluded_items'])} items, {int(out['n_excluded_models'])} models excluded "
@@ -477,6 +512,7 @@ def widget_irt(**defaults: Any) -> Any:
     _check_defaults(v, lim, ("mechanism",), "see evalkit.IRT_WIDGET_LIMITS")
     return widget_live(
         lambda **kw: widget_irt_redraw(**kw),
+        static_first=True,
         prompts=[
             "MCAR and MAR: the points stay on the dashed line even at 40% missing; only the scatter grows.",
             "MNAR: the abilities keep their order, but the easiness cloud moves above the line. How far, at 20%?",

@@ -364,6 +364,8 @@ def test_plot_run_draws(world):
     fig = active_plot_run(world["Z"][:5], world["fac"], 30, seed=0)
     assert len(fig.axes) == 2
     assert "ESS" in fig.axes[1].get_title()
+    # fixed axes, so that a change of setting moves the points; the coverage as a count with its exact interval
+    assert fig.axes[0].get_ylim() == (0.0, 3.0) and "95% CI" in fig.axes[1].get_title()
 
 
 # --- the source's settings, its uniform baseline and ESS, and the small-n_b interval ----------

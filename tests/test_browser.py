@@ -224,14 +224,22 @@ def _dropdown_moves(select: Any) -> list[tuple[str, Any]]:
     return [(name, (lambda v=value: select.select_option(v))) for name, value in picks]
 
 
+def _checkbox_moves(box: Any) -> list[tuple[str, Any]]:
+    """A yes/no control: switched to the other value, then back."""
+    return [("other value", box.click), ("first value again", box.click)]
+
+
 def _value(control: Any, kind: str) -> str:
+    if kind == "checkbox":
+        return str(control.is_checked())
     return str(control.get_attribute("aria-valuenow") if kind == "slider" else control.input_value())
 
 
 def _label(control: Any) -> str:
     text = control.evaluate(
-        "e => { const w = e.closest('.widget-slider, .widget-dropdown');"
-        " const l = w && w.querySelector('.widget-label'); return l ? l.textContent : ''; }")
+        "e => { const w = e.closest('.widget-slider, .widget-dropdown, .widget-checkbox');"
+        " const l = w && (w.querySelector('.widget-label-basic') || w.querySelector('.widget-label'));"
+        " return l ? l.textContent : ''; }")  # a checkbox's own label, not its hidden indent label
     return str(text).strip() or "(unlabelled)"
 
 
@@ -270,9 +278,13 @@ def test_every_widget_control_redraws_in_browser(notebook: pathlib.Path, lab_url
             cell.screenshot(path=str(SHOTS / f"{notebook.stem}-w{c + 1}-before.png"))
             controls = [("slider", h) for h in cell.locator(".widget-slider .noUi-handle").all()]
             controls += [("dropdown", s) for s in cell.locator(".widget-dropdown select").all()]
+            controls += [("checkbox", b) for b in cell.locator(".widget-checkbox input[type=checkbox]").all()]
             for kind, control in controls:
                 label = _label(control)
-                moves = _slider_moves(page, control) if kind == "slider" else _dropdown_moves(control)
+                if kind == "slider":
+                    moves = _slider_moves(page, control)
+                else:
+                    moves = _dropdown_moves(control) if kind == "dropdown" else _checkbox_moves(control)
                 for where, move in moves:
                     _settle(page, lab_url)
                     before_value, before = _value(control, kind), _images(cell)

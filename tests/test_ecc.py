@@ -360,6 +360,7 @@ def test_explore_draws_and_returns_the_table(sim, split):
     table = ek.ecc_explore(split[0], split[1], sim.embeddings, K=4, per_query=5, max_iter=10, ax=ax)
     assert set(table["mode"]) == {"none", "emb", "probe", "emb+probe"}
     assert len(ax.patches) == 3
+    assert ax.get_ylim() == ek.ecc.ECC_EXPLORE_YLIM  # the same gain axis for every setting
     plt.close(fig)
 
 

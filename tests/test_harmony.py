@@ -564,6 +564,7 @@ def test_explore_widget_function_runs_headless() -> None:
     assert out["rebalancing"].keep.sum() == round(0.7 * Y.shape[1])
     assert out["harmony"].shape == (4,)
     ek.harmony_explore(P, Y, k=1, fraction=0.0, show=True)
+    assert "HARMONY = 1" in plt.gcf().axes[0].get_title()  # k = 1 says why b and tau do nothing
     plt.close("all")
     profiles = {"A": ek.harmony_profile(Y[0], out["partition"]), "B": ek.harmony_profile(Y[1], out["partition"])}
     ax = ek.harmony_plot_profile(profiles)

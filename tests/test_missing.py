@@ -725,6 +725,7 @@ def test_missing_explore_draws_bias_coverage_with_error_bars_and_weights() -> No
     assert len(ax_cov.collections) >= 2                     # points and their Monte Carlo error bars
     assert "60% answered" in fig._suptitle.get_text()
     assert ax_w.get_legend() is not None                    # the truncation cap is drawn
+    assert ax_cov.get_xlim()[1] > 1.0                       # a coverage of 1.0 inside the frame
     assert [t.get_text() for t in ax_bias.get_yticklabels()][0] == "CC iid"
     plt.close(fig)
     with pytest.raises(ValueError, match="response_rate"):

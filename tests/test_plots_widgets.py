@@ -215,3 +215,23 @@ def test_power_plot_x_axis_reaches_every_design(delta, icc, cluster_size):
     ax = ek.plan_power_plot(delta=delta, icc=icc, cluster_size=cluster_size, k=4)
     needs = [float(t.get_text().split("n = ")[1].replace(",", "")) for t in ax.get_legend().get_texts()]
     assert max(line.get_xdata().max() for line in ax.get_lines() if len(line.get_xdata()) > 2) >= max(needs)
+
+
+def test_widget_axes_stay_put_and_say_what_they_cut():
+    """Fixed axes between settings: coverage 1.0 inside the frame, widths capped and printed, IRT points clipped and
+    counted, a yes/no control as a checkbox."""
+    res = ek.widget_coverage_redraw(icc=0.5, n_clusters=2, cluster_size=10, n_reps=100, show=False)
+    fig = plt.gcf()
+    ax_cov, ax_width = fig.axes[:2]
+    assert ax_cov.get_ylim()[1] > 1.0 and ax_cov.get_legend() is None and fig.legends  # legend outside the axes
+    assert (100 * res["width"] > ek.widgets.WIDTH_CAP_POINTS).any()  # two clusters: t(1) is wider than the scale
+    assert ax_width.get_ylim()[1] < 1.2 * ek.widgets.WIDTH_CAP_POINTS and "cut at 100" in ax_width.get_title()
+    printed = {t.get_text() for t in ax_width.texts}
+    assert f"{100 * res['width'].max():.0f}" in printed
+    plt.close("all")
+    out = ek.widget_irt_redraw(sigma=0.5, missing=0.0, n_models=100, n_items=200, show=False)
+    axes = plt.gcf().axes
+    assert axes[1].get_ylim() == ek.widgets.IRT_WIDGET_AXES[1]
+    assert out["n_outside_b"] >= 1 and f"{int(out['n_outside_b'])} outside the axes" in axes[1].get_title()
+    plt.close("all")
+    assert type(ek.widget_choice([True, False], False, "with replacement")).__name__ == "Checkbox"
