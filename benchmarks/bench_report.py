@@ -32,18 +32,16 @@ import pathlib
 import subprocess
 import sys
 import tempfile
-import time
 import types
 import warnings
 import zipfile
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from _results import write_results  # noqa: E402
+from _results import best_time, write_results  # noqa: E402
 
 import evalkit as ek  # noqa: E402
 
@@ -51,15 +49,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 FIXTURE = (ROOT / "tests/fixtures/eval_logs/inspect_ai/logs/eval"
            / "2026-11-30T11-09-42-00-00_mcq-subjects_5Xdjo8KqChV8PRDEuEbgtb.eval")
 BASE_COMMIT = "a0f42cd"  # the report and the readers before the vectorised paths
-
-
-def _best(f: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = f()
-        best = min(best, time.perf_counter() - t)
-    return best, out
 
 
 def _old_module(path: str, name: str) -> types.ModuleType | None:
@@ -128,12 +117,12 @@ def bench_logs(n_samples: int, repeat: int) -> dict[str, Any]:
         path = pathlib.Path(tmp) / "big.eval"
         write_big_eval(path, n_samples)
         out["file_mb"] = path.stat().st_size / 1e6
-        t_new, df = _best(lambda: ek.log_read_inspect(path), repeat)
+        t_new, df = best_time(lambda: ek.log_read_inspect(path), repeat)
         out["evalkit_s"] = t_new
         out["rows"] = len(df)
         old = _old_module("evalkit/logs.py", "_logs_before")
         if old is not None:
-            t_old, df_old = _best(lambda: old.log_read_inspect(path), 1)
+            t_old, df_old = best_time(lambda: old.log_read_inspect(path), 1)
             out["evalkit_before_s"] = t_old
             out["speedup_vs_before"] = t_old / t_new
             same = df_old.set_index("item")[["correct", "status"]].sort_index()
@@ -141,13 +130,13 @@ def bench_logs(n_samples: int, repeat: int) -> dict[str, Any]:
             out["same_rows_as_before"] = bool(same.equals(mine))
         if importlib.util.find_spec("inspect_ai") is not None:
             from inspect_ai.log import read_eval_log
-            t_tool, log = _best(lambda: read_eval_log(str(path)), repeat)
+            t_tool, log = best_time(lambda: read_eval_log(str(path)), repeat)
             out["inspect_read_eval_log_s"] = t_tool
             out["evalkit_over_inspect"] = t_new / t_tool
             out["inspect_samples"] = len(log.samples or [])
             try:
                 from inspect_ai.log import read_eval_log_sample_summaries
-                t_sum, _ = _best(lambda: read_eval_log_sample_summaries(str(path)), repeat)
+                t_sum, _ = best_time(lambda: read_eval_log_sample_summaries(str(path)), repeat)
                 out["inspect_read_sample_summaries_s"] = t_sum
                 out["evalkit_over_inspect_summaries"] = t_new / t_sum
             except ImportError:
@@ -155,7 +144,7 @@ def bench_logs(n_samples: int, repeat: int) -> dict[str, Any]:
         else:
             out["inspect_read_eval_log_s"] = None
             out["note"] = "inspect_ai is not installed (pip install -e '.[inspect]'): no Inspect ratio"
-        t_full, _ = _best(lambda: ek.logs._finish(_full_frame(path), "mean", path.name), 1)
+        t_full, _ = best_time(lambda: ek.logs._finish(_full_frame(path), "mean", path.name), 1)
         out["evalkit_every_sample_s"] = t_full
     return out
 
@@ -188,14 +177,14 @@ def bench_report(n_models: int, n_items: int, n_clusters: int, repeat: int) -> d
                            "n_pairs": n_models * (n_models - 1) // 2}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t_new, rep = _best(lambda: ek.report_build(df, se="CR2", top_k=n_models), repeat)
+        t_new, rep = best_time(lambda: ek.report_build(df, se="CR2", top_k=n_models), repeat)
         out["report_build_s"] = t_new
         out["comparisons"] = len(rep.comparisons)
-        t_cr1, _ = _best(lambda: ek.report_build(df, se="CR1", top_k=n_models), 1)
+        t_cr1, _ = best_time(lambda: ek.report_build(df, se="CR1", top_k=n_models), 1)
         out["report_build_cr1_s"] = t_cr1
         old = _old_module("evalkit/report.py", "_report_before")
         if old is not None:
-            t_old, rep_old = _best(lambda: old.report_build(df, se="CR2"), 1)
+            t_old, rep_old = best_time(lambda: old.report_build(df, se="CR2"), 1)
             out["report_build_before_s"] = t_old
             out["speedup_vs_before"] = t_old / t_new
             a = rep.comparisons.set_index(["model_a", "model_b"])
