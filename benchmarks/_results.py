@@ -13,10 +13,29 @@ import os
 import platform
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+T = TypeVar("T")
+
+
+def best_time(f: Callable[[], T], repeat: int = 1) -> tuple[float, T]:
+    """Run ``f`` ``repeat`` times (at least once); return the best wall time in seconds and the last result.
+
+    The best of a few runs is the least disturbed by other work on a shared machine.
+    """
+    t = time.perf_counter()
+    out = f()
+    best = time.perf_counter() - t
+    for _ in range(int(repeat) - 1):
+        t = time.perf_counter()
+        out = f()
+        best = min(best, time.perf_counter() - t)
+    return best, out
 
 
 def _commit() -> str:

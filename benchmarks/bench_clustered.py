@@ -27,25 +27,17 @@ import json
 import os
 import platform
 import sys
-import time
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from evalkit import EvalkitWarning
-from evalkit._checks import as_labels
-from evalkit.clustered import coverage_study, mean_estimate
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _results import best_time, write_results  # noqa: E402
 
-
-def _best(f: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = f()
-        best = min(best, time.perf_counter() - t)
-    return best, out
+from evalkit import EvalkitWarning  # noqa: E402
+from evalkit._checks import as_labels  # noqa: E402
+from evalkit.clustered import coverage_study, mean_estimate  # noqa: E402
 
 
 def _labels_before(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -63,11 +55,11 @@ def bench_labels(n: int, n_clusters: int, repeat: int) -> list[dict[str, Any]]:
     as_str = names[codes]
     rows = []
     for what, labels in (("int", as_int), ("object str", as_str)):
-        t_before, (c0, u0) = _best(lambda lab=labels: _labels_before(lab), repeat)
-        t_after, (c1, u1) = _best(lambda lab=labels: as_labels(lab, n), repeat)
+        t_before, (c0, u0) = best_time(lambda lab=labels: _labels_before(lab), repeat)
+        t_after, (c1, u1) = best_time(lambda lab=labels: as_labels(lab, n), repeat)
         assert np.array_equal(c0, c1) and list(u0) == list(u1)
-        t_cr1, _ = _best(lambda lab=labels: mean_estimate(y, lab, se="CR1"), repeat)
-        t_cr2, _ = _best(lambda lab=labels: mean_estimate(y, lab, se="CR2"), repeat)
+        t_cr1, _ = best_time(lambda lab=labels: mean_estimate(y, lab, se="CR1"), repeat)
+        t_cr2, _ = best_time(lambda lab=labels: mean_estimate(y, lab, se="CR2"), repeat)
         rows.append({"task": f"labels {what}", "n": n, "before_s": t_before, "after_s": t_after,
                      "mean_estimate_CR1_s": t_cr1, "mean_estimate_CR2_s": t_cr2})
     return rows
@@ -76,10 +68,10 @@ def bench_labels(n: int, n_clusters: int, repeat: int) -> list[dict[str, Any]]:
 def bench_coverage(repeat: int, quick: bool) -> list[dict[str, Any]]:
     rows = []
     for design in ("balanced", "skewed", "dominant"):
-        t, _ = _best(lambda d=design: coverage_study(designs=d, n_reps=200, seed=1), repeat)
+        t, _ = best_time(lambda d=design: coverage_study(designs=d, n_reps=200, seed=1), repeat)
         rows.append({"task": f"coverage_study {design}, 200 reps (one widget redraw)", "seconds": t})
     n_reps = 500 if quick else 2000
-    t, res = _best(lambda: coverage_study(n_reps=n_reps, seed=2026), 1)
+    t, res = best_time(lambda: coverage_study(n_reps=n_reps, seed=2026), 1)
     rows.append({"task": f"coverage_study 3 designs x {n_reps} reps (the study)", "seconds": t})
     print(res[["design", "estimator", "coverage", "coverage_mcse", "df_mean", "n_clusters_effective"]]
           .round(4).to_string(index=False))
@@ -111,8 +103,6 @@ def main() -> None:
         "coverage": cov,
     }
     print(json.dumps(record))
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from _results import write_results
 
     write_results("clustered" + ("-quick" if args.quick else ""), record, sys.argv)
 

@@ -22,7 +22,11 @@ The peers optimise a different objective (marginal likelihood); their
 ``score_se`` is the convergence statistic (largest Newton step of any parameter in its own
 standard errors; the default fits stop below 0.01); ``cbmm_gate_only`` is cBMM with the old
 stopping rule (relative objective change only, ``gtol=None``), so ``time_vs_cbmm`` of that row
-is the price of honest convergence, measured in the same run.
+is the price of honest convergence, measured in the same run. ``cbmm_before`` is ``irt_fit`` of
+evalkit at commit ``50e267b`` (loaded from the git history, same strict rule): the Newton polish
+only after the objective flattened at 1e-7, a float32 log per entry in the loss pass;
+``time_vs_cbmm`` of that row is today's speed-up in the same run. ``--only TEXT`` runs the
+matrices whose label contains TEXT and writes ``irt-<TEXT>.json``.
 Peak memory is the extra Python-visible allocation during the fit (tracemalloc), relative to
 the size of the data as a float32 matrix; memory allocated inside compiled extensions (mirt's
 Rust core, L-BFGS-B's Fortran work arrays) is not seen. Ratios are against cBMM in the same run.
@@ -101,6 +105,35 @@ def _matrices(quick: bool, seed: int) -> list[tuple[str, Callable[[], tuple[np.n
         ("OLL MMLU-Pro draw 2,212x12,032", oll(None, None)),
         ("MMLU-Pro official 31x12,032", official(None)),
     ]
+
+
+BEFORE_COMMIT = "50e267b"
+"""evalkit before the early Newton polish, the products-of-u loss pass and the chunked checks."""
+
+_BEFORE: list[Any] = []
+
+
+def _before() -> Any:
+    """``evalkit/irt.py`` at :data:`BEFORE_COMMIT`, imported as ``evalkit._irt_before`` (None without git)."""
+    if not _BEFORE:
+        import importlib.util
+        import subprocess
+
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        try:
+            src = subprocess.run(["git", "show", f"{BEFORE_COMMIT}:evalkit/irt.py"], cwd=root, capture_output=True,
+                                 text=True, check=True, timeout=30).stdout
+        except (OSError, subprocess.SubprocessError):
+            _BEFORE.append(None)
+            return None
+        spec = importlib.util.spec_from_loader("evalkit._irt_before", loader=None)
+        assert spec is not None
+        mod = importlib.util.module_from_spec(spec)
+        mod.__package__ = "evalkit"
+        sys.modules["evalkit._irt_before"] = mod
+        exec(compile(src, f"{BEFORE_COMMIT}:evalkit/irt.py", "exec"), mod.__dict__)  # noqa: S102 - own history
+        _BEFORE.append(mod)
+    return _BEFORE[0]
 
 
 def _measure(f: Callable[[], Any]) -> tuple[Any, float, float]:
@@ -185,6 +218,10 @@ def _evalkit_rows(label: str, Y: np.ndarray, truth: dict | None, ridge: float) -
         # the stopping rule before evalkit 0.2 (relative objective change only): the cost of
         # converging on the score criterion is time_s of "cbmm" over this row's
         fits["cbmm_gate_only"] = _measure(lambda: irt_fit(Y, ridge=ridge, gtol=None))
+        before = _before()
+        if before is not None:
+            # cBMM as it was before the early Newton polish and the cheaper loss pass, same rule
+            fits["cbmm_before"] = _measure(lambda: before.irt_fit(Y, ridge=ridge))
         target = fits["cbmm"][0].objective
         # 3,000 iterations: on quasi-separated ML (the real 31-model rows) L-BFGS-B may never reach
         # cBMM's objective, and the row then says so ("max_iter") instead of running for many minutes
@@ -211,9 +248,11 @@ def _evalkit_rows(label: str, Y: np.ndarray, truth: dict | None, ridge: float) -
     return rows
 
 
-def bench(quick: bool, seed: int, peers: bool, ridge: float = RIDGE_REAL) -> pd.DataFrame:
+def bench(quick: bool, seed: int, peers: bool, ridge: float = RIDGE_REAL, only: str | None = None) -> pd.DataFrame:
     rows = []
     for label, load in _matrices(quick, seed):
+        if only is not None and only not in label:
+            continue
         Y, truth = load()
         data32 = Y.shape[0] * Y.shape[1] * 4.0
         print(f"# {label}: {Y.shape}, missing {np.isnan(Y).mean():.3f}", flush=True)
@@ -246,8 +285,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-peers", action="store_true", help="skip mirt and girth")
     ap.add_argument("--ridge", type=float, default=RIDGE_REAL,
                     help="ridge for the extra rows on the real few-model matrix (0: none)")
+    ap.add_argument("--only", default=None,
+                    help="run only the matrices whose label contains this text (e.g. '2,000x20,000')")
     args = ap.parse_args(argv)
-    df = bench(args.quick, args.seed, not args.no_peers, args.ridge)
+    df = bench(args.quick, args.seed, not args.no_peers, args.ridge, args.only)
     cols = ["matrix", "fitter", "time_s", "time_vs_cbmm", "n_iter", "n_passes", "objective", "peak_mem_x",
             "score_se", "r_theta", "r_a", "r_b", "lbfgs_time_to_common_over_this", "stop"]
     with pd.option_context("display.width", 250, "display.max_columns", 20, "display.max_colwidth", 40):
@@ -261,7 +302,10 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from _results import write_results
 
-    write_results("irt" + ("-quick" if args.quick else ""), record,
+    name = "irt" + ("-quick" if args.quick else "")
+    if args.only is not None:
+        name += "-" + "".join(ch for ch in args.only if ch.isalnum())
+    write_results(name, record,
                   sys.argv if argv is None else ["bench_irt.py", *argv])
     return 0
 

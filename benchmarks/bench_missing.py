@@ -36,26 +36,19 @@ import platform
 import sys
 import time
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from evalkit import EvalkitWarning, missing_features, missing_study, propensity_fit
-from evalkit.montecarlo import mc_summarise
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _results import best_time, write_results  # noqa: E402
+
+from evalkit import EvalkitWarning, missing_features, missing_study, propensity_fit  # noqa: E402
+from evalkit.montecarlo import mc_summarise  # noqa: E402
 
 MODEL = "Qwen1.5-7B-Chat_5shots"
 """The MMLU-Pro model with the most parse failures (23%)."""
-
-
-def _best(f: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = f()
-        best = min(best, time.perf_counter() - t)
-    return best, out
 
 
 def bench_fit(repeat: int) -> list[dict[str, Any]]:
@@ -70,10 +63,10 @@ def bench_fit(repeat: int) -> list[dict[str, Any]]:
     cl = d["cluster"].to_numpy()
     rows: list[dict[str, Any]] = []
 
-    t_lap, fit = _best(lambda: propensity_fit(R, X, cl, kind="random"), repeat)
+    t_lap, fit = best_time(lambda: propensity_fit(R, X, cl, kind="random"), repeat)
     rows.append({"fitter": "evalkit Laplace (ML)", "seconds": t_lap, "b_acc_others": fit.coef[0],
                  "b_log_length": fit.coef[1], "sigma_u": fit.sigma_u, "converged": fit.converged})
-    t_q, fq = _best(lambda: propensity_fit(R, X, cl, kind="random", method="aghq", n_quad=7), repeat)
+    t_q, fq = best_time(lambda: propensity_fit(R, X, cl, kind="random", method="aghq", n_quad=7), repeat)
     rows.append({"fitter": "evalkit AGHQ(7) (ML)", "seconds": t_q, "b_acc_others": fq.coef[0],
                  "b_log_length": fq.coef[1], "sigma_u": fq.sigma_u, "converged": fq.converged})
 
@@ -88,7 +81,7 @@ def bench_fit(repeat: int) -> list[dict[str, Any]]:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t_vb, r_vb = _best(vb, repeat)
+        t_vb, r_vb = best_time(vb, repeat)
     rows.append({"fitter": "statsmodels BinomialBayesMixedGLM.fit_vb (VB)", "seconds": t_vb,
                  "b_acc_others": r_vb.fe_mean[1], "b_log_length": r_vb.fe_mean[2],
                  "sigma_u": float(np.exp(r_vb.vcp_mean[0])), "converged": True})
@@ -98,7 +91,7 @@ def bench_fit(repeat: int) -> list[dict[str, Any]]:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t_fe, r_fe = _best(fe, repeat)
+        t_fe, r_fe = best_time(fe, repeat)
     rows.append({"fitter": "statsmodels Logit + 91 cluster dummies (ML, fixed)", "seconds": t_fe,
                  "b_acc_others": r_fe.params[-2], "b_log_length": r_fe.params[-1], "sigma_u": np.nan,
                  "converged": bool(r_fe.mle_retvals.get("converged", False))})
@@ -139,7 +132,7 @@ def bench_widget(repeat: int) -> float:
     def once() -> None:
         plt.close(missing_explore(n_reps=30))
 
-    return _best(once, repeat)[0]
+    return best_time(once, repeat)[0]
 
 
 def main() -> None:
@@ -197,8 +190,6 @@ def main() -> None:
         "widget_goal_seconds": 2.0,
     }
     print(json.dumps(result))
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from _results import write_results
 
     write_results("missing" + ("-quick" if args.quick else ""), result, sys.argv)
 

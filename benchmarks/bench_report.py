@@ -14,9 +14,13 @@ groups) runs too.
 
 (b) ``report_build`` on a synthetic 71-model x 1,700-item table with 12 clusters of unequal size,
 model-dependent missing answers (parse failures), every pair of models compared (``top_k=71``),
-CR2 with Satterthwaite df; and the same table through the previous ``report_build`` (one
-``mean_estimate`` per pair), when the git history is at hand, with the largest difference
-between the two paths' numbers.
+CR2 with Satterthwaite df, and CR1. In the same process, alternating with it: the same
+``report_build`` with the doubly robust feature computed by ``missing_features`` over the task's
+whole table for every model (the path before the per-task item sums, selected by disabling
+``evalkit.report._Difficulty``), with the largest difference between the two reports' numbers
+(0: the same bits). Wall and CPU seconds are recorded; with one BLAS thread the CPU time is the
+wall time on a quiet machine. When the git history is at hand, the much older ``report_build``
+(one ``mean_estimate`` per pair) runs once too.
 
 Times are the best of ``--repeat`` runs on a shared machine: compare the ratios. Prints a table and
 writes ``benchmarks/results/report.json`` (``report-quick.json`` with ``--quick``).
@@ -43,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from _results import write_results  # noqa: E402
+from _results import best_time, write_results  # noqa: E402
 
 import evalkit as ek  # noqa: E402
 
@@ -51,15 +55,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 FIXTURE = (ROOT / "tests/fixtures/eval_logs/inspect_ai/logs/eval"
            / "2026-11-30T11-09-42-00-00_mcq-subjects_5Xdjo8KqChV8PRDEuEbgtb.eval")
 BASE_COMMIT = "a0f42cd"  # the report and the readers before the vectorised paths
-
-
-def _best(f: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = f()
-        best = min(best, time.perf_counter() - t)
-    return best, out
 
 
 def _old_module(path: str, name: str) -> types.ModuleType | None:
@@ -128,12 +123,12 @@ def bench_logs(n_samples: int, repeat: int) -> dict[str, Any]:
         path = pathlib.Path(tmp) / "big.eval"
         write_big_eval(path, n_samples)
         out["file_mb"] = path.stat().st_size / 1e6
-        t_new, df = _best(lambda: ek.log_read_inspect(path), repeat)
+        t_new, df = best_time(lambda: ek.log_read_inspect(path), repeat)
         out["evalkit_s"] = t_new
         out["rows"] = len(df)
         old = _old_module("evalkit/logs.py", "_logs_before")
         if old is not None:
-            t_old, df_old = _best(lambda: old.log_read_inspect(path), 1)
+            t_old, df_old = best_time(lambda: old.log_read_inspect(path), 1)
             out["evalkit_before_s"] = t_old
             out["speedup_vs_before"] = t_old / t_new
             same = df_old.set_index("item")[["correct", "status"]].sort_index()
@@ -141,13 +136,13 @@ def bench_logs(n_samples: int, repeat: int) -> dict[str, Any]:
             out["same_rows_as_before"] = bool(same.equals(mine))
         if importlib.util.find_spec("inspect_ai") is not None:
             from inspect_ai.log import read_eval_log
-            t_tool, log = _best(lambda: read_eval_log(str(path)), repeat)
+            t_tool, log = best_time(lambda: read_eval_log(str(path)), repeat)
             out["inspect_read_eval_log_s"] = t_tool
             out["evalkit_over_inspect"] = t_new / t_tool
             out["inspect_samples"] = len(log.samples or [])
             try:
                 from inspect_ai.log import read_eval_log_sample_summaries
-                t_sum, _ = _best(lambda: read_eval_log_sample_summaries(str(path)), repeat)
+                t_sum, _ = best_time(lambda: read_eval_log_sample_summaries(str(path)), repeat)
                 out["inspect_read_sample_summaries_s"] = t_sum
                 out["evalkit_over_inspect_summaries"] = t_new / t_sum
             except ImportError:
@@ -155,7 +150,7 @@ def bench_logs(n_samples: int, repeat: int) -> dict[str, Any]:
         else:
             out["inspect_read_eval_log_s"] = None
             out["note"] = "inspect_ai is not installed (pip install -e '.[inspect]'): no Inspect ratio"
-        t_full, _ = _best(lambda: ek.logs._finish(_full_frame(path), "mean", path.name), 1)
+        t_full, _ = best_time(lambda: ek.logs._finish(_full_frame(path), "mean", path.name), 1)
         out["evalkit_every_sample_s"] = t_full
     return out
 
@@ -182,20 +177,68 @@ def synthetic_table(n_models: int, n_items: int, n_clusters: int, seed: int = 0)
                          "status": status.ravel(), "task": "leaderboard"})
 
 
+def _with_cpu(f: Callable[[], Any]) -> Callable[[], tuple[Any, float]]:
+    """``f`` returning its result and the CPU seconds it took (every thread of the process)."""
+    def run() -> tuple[Any, float]:
+        c = time.process_time()
+        out = f()
+        return out, time.process_time() - c
+    return run
+
+
+def _per_model_pass(df: pd.DataFrame, se: str, top_k: int) -> ek.Report:
+    """``report_build`` as it was before the per-task item sums: ``missing_features`` over the task per model."""
+    saved = ek.report._Difficulty.acc_others
+    ek.report._Difficulty.acc_others = lambda self, g: None  # type: ignore[method-assign]
+    try:
+        return ek.report_build(df, se=se, top_k=top_k)
+    finally:
+        ek.report._Difficulty.acc_others = saved  # type: ignore[method-assign]
+
+
+def _max_diff(a: ek.Report, b: ek.Report) -> float:
+    """Largest absolute difference between the numeric columns of every table of two reports."""
+    worst = 0.0
+    for name in ("accuracy", "missing_estimates", "comparisons", "missing_by_cluster"):
+        x, y = getattr(a, name), getattr(b, name)
+        if x.shape != y.shape:
+            return float("inf")
+        num = x.select_dtypes("number").columns
+        d = np.abs(x[num].to_numpy(float) - y[num].to_numpy(float))
+        both_nan = np.isnan(x[num].to_numpy(float)) & np.isnan(y[num].to_numpy(float))
+        d = np.where(both_nan, 0.0, d)
+        worst = max(worst, float(np.max(d, initial=0.0)) if not np.isnan(d).any() else float("inf"))
+    return worst
+
+
 def bench_report(n_models: int, n_items: int, n_clusters: int, repeat: int) -> dict[str, Any]:
     df = synthetic_table(n_models, n_items, n_clusters)
     out: dict[str, Any] = {"n_models": n_models, "n_items": n_items, "n_clusters": n_clusters,
                            "n_pairs": n_models * (n_models - 1) // 2}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t_new, rep = _best(lambda: ek.report_build(df, se="CR2", top_k=n_models), repeat)
+        # today's report and the per-model-pass baseline, alternated so that both see the same load
+        t_new, t_pass = np.inf, np.inf
+        c_new, c_pass = np.inf, np.inf
+        for _ in range(max(1, repeat)):
+            t, (rep, c) = best_time(_with_cpu(lambda: ek.report_build(df, se="CR2", top_k=n_models)))
+            t_new, c_new = min(t_new, t), min(c_new, c)
+            t, (rep_pass, c) = best_time(_with_cpu(lambda: _per_model_pass(df, "CR2", n_models)))
+            t_pass, c_pass = min(t_pass, t), min(c_pass, c)
         out["report_build_s"] = t_new
+        out["report_build_cpu_s"] = c_new
         out["comparisons"] = len(rep.comparisons)
-        t_cr1, _ = _best(lambda: ek.report_build(df, se="CR1", top_k=n_models), 1)
+        out["per_model_pass_s"] = t_pass
+        out["per_model_pass_cpu_s"] = c_pass
+        out["speedup_vs_per_model_pass"] = t_pass / t_new
+        out["cpu_speedup_vs_per_model_pass"] = c_pass / c_new
+        out["max_abs_diff_vs_per_model_pass"] = _max_diff(rep, rep_pass)
+        t_cr1, (_, c_cr1) = best_time(_with_cpu(lambda: ek.report_build(df, se="CR1", top_k=n_models)), 1)
         out["report_build_cr1_s"] = t_cr1
+        out["report_build_cr1_cpu_s"] = c_cr1
         old = _old_module("evalkit/report.py", "_report_before")
         if old is not None:
-            t_old, rep_old = _best(lambda: old.report_build(df, se="CR2"), 1)
+            t_old, rep_old = best_time(lambda: old.report_build(df, se="CR2"), 1)
             out["report_build_before_s"] = t_old
             out["speedup_vs_before"] = t_old / t_new
             a = rep.comparisons.set_index(["model_a", "model_b"])
@@ -233,7 +276,13 @@ def main(argv: list[str] | None = None) -> None:
     print()
     print(f"(b) report_build, {shape[0]} models x {shape[1]:,} items, {shape[2]} clusters, "
           f"{rep['comparisons']} comparisons:")
-    print(f"    CR2 {rep['report_build_s']:.2f} s, CR1 {rep['report_build_cr1_s']:.2f} s", end="")
+    print(f"    CR2 {rep['report_build_s']:.2f} s ({rep['report_build_cpu_s']:.2f} CPU s), CR1 "
+          f"{rep['report_build_cr1_s']:.2f} s ({rep['report_build_cr1_cpu_s']:.2f} CPU s); with a pass over the task "
+          f"table per model (the path before the per-task item sums) {rep['per_model_pass_s']:.2f} s "
+          f"({rep['per_model_pass_cpu_s']:.2f} CPU s): {rep['speedup_vs_per_model_pass']:.1f}x wall, "
+          f"{rep['cpu_speedup_vs_per_model_pass']:.1f}x CPU, largest difference "
+          f"{rep['max_abs_diff_vs_per_model_pass']:.1e}")
+    print("   ", end="")
     if rep.get("report_build_before_s") is not None:
         print(f"; before (CR2) {rep['report_build_before_s']:.2f} s ({rep['speedup_vs_before']:.1f}x); "
               f"largest difference in cr_se {rep['max_abs_diff_cr_se_vs_before']:.1e}, "

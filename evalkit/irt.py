@@ -130,8 +130,27 @@ _MAX_STALLS = 10
 10% improvement of the score statistic after which a fit gives up, reported as not converged:
 under quasi-separation there is no finite optimum to reach."""
 
+_NEWTON_GATE = 1e-5
+"""With ``gtol`` set, the fit starts checking the score criterion and taking block-Newton steps
+once an iteration lowers the objective by less than this (or ``tol``, if larger) relative to its
+value: the Newton steps then converge in a few iterations where the MM map would crawl. If the
+first Newton step of such an early phase is not kept (as with a ridge, whose projection onto the
+abilities' sphere the step ignores), the fit waits for ``tol`` as before. ``tol`` keeps its role
+for the stall rule and, with ``gtol=None``, as the stopping rule."""
+
+_NEWTON_RATE = 0.5
+"""A polishing phase goes on with Newton steps while each one at least halves the score statistic;
+where the steps crawl (the coupling between abilities and items that block-Newton ignores is
+strong), the fit goes back to the MM iterations with momentum until the next check."""
+
+_NEWTON_DAMPING = (1.0, 0.5, 0.25)
+"""Step lengths tried for a block-Newton step before the plain MM step is taken instead."""
+
 _EXP_CAP = 85.0
 """Cap on ``-t`` before ``exp`` in the loss pass (float32 ``exp`` overflows at 88.7)."""
+
+_MANTISSA = np.int64((1 << 52) - 1)
+_EXP_ONE = np.int64(1023 << 52)
 
 
 # --------------------------------------------------------------------------------------------
@@ -265,19 +284,24 @@ def _encode(Y: Any) -> np.ndarray:
     S = np.empty((n, m), dtype=np.int8)
     step = _row_step(m)
     n_obs = 0
+    floating = arr.dtype.kind == "f"
     for s in range(0, n, step):
-        blk = np.asarray(arr[s : s + step], dtype=np.float64)
-        nan = np.isnan(blk)
-        ok = nan | (blk == 0.0) | (blk == 1.0)
-        if not ok.all():
-            bad = blk[~ok][0]
+        blk = arr[s : s + step]
+        one = np.equal(blk, 1).view(np.int8)
+        zero = np.equal(blk, 0).view(np.int8)
+        np.subtract(one, zero, out=S[s : s + step])    # +1 correct, -1 wrong, 0 otherwise
+        n_here = int(np.count_nonzero(S[s : s + step]))
+        n_nan = int(np.isnan(blk).sum()) if floating else 0
+        if n_here + n_nan != blk.size:
+            b64 = np.asarray(blk, dtype=np.float64)
+            ok = np.isnan(b64) | (b64 == 0.0) | (b64 == 1.0)
+            bad = b64[~ok][0]
             raise EvalkitInputError("Y",
                 f"Y must hold 0/1 outcomes and NaN for unobserved entries; found {int((~ok).sum())} "
                 f"other values in rows {s}..{min(n, s + step) - 1}, such as {bad!r}. Threshold or "
                 "round partial scores first, and use NaN (not -1 or inf) for missing entries."
             )
-        np.copyto(S[s : s + step], np.where(nan, 0, 2.0 * blk - 1.0), casting="unsafe")
-        n_obs += int(blk.size - nan.sum())
+        n_obs += n_here
     if n_obs == 0:
         raise EvalkitInputError("Y", "Y has no observed entries (all NaN); there is nothing to fit")
     return S
@@ -368,6 +392,43 @@ def _row_blocks(n: int, step: int) -> list[tuple[int, int]]:
     return [(c * step, min(n, (c + per_block) * step)) for c in range(0, n_chunks, per_block)]
 
 
+def _log_sum(u: np.ndarray, work: np.ndarray) -> float:
+    """``sum(log(u))`` of a flat array with every ``1 <= u <= 1 + e^85``, from products in float64.
+
+    Eight ``u`` multiply without overflow (``<= e^680``); each product of eight is split into its
+    binary exponent (added as an integer) and its mantissa in ``[1, 2)``, and up to 512 mantissas
+    multiply without overflow, so one ``log`` serves hundreds of entries. Products of float32
+    pairs are exact in float64 and each later product rounds at 1e-16, so the result is at least
+    as accurate as a sum of float32 logs. ``work`` holds at least ``8 * (u.size // 8)`` float64.
+    Deterministic: the order of every operation depends on ``u.size`` alone.
+    """
+    q = u.size // 8
+    h = 4 * q
+    total = 0.0
+    if u.size > 2 * h:
+        total += float(np.log(u[2 * h :].astype(np.float64)).sum())
+    if q == 0:
+        return total
+    p2, p4, p8 = work[:h], work[h : h + 2 * q], work[h + 2 * q : h + 3 * q]
+    np.multiply(u[:h], u[h : 2 * h], out=p2, dtype=np.float64)
+    np.multiply(p2[: 2 * q], p2[2 * q :], out=p4)
+    np.multiply(p4[:q], p4[q:], out=p8)
+    bits = p8.view(np.int64)
+    expo = work[h + 3 * q : h + 4 * q].view(np.int64)
+    np.right_shift(bits, 52, out=expo)               # every product is >= 1: no sign bit
+    n_two = int(expo.sum()) - 1023 * q
+    np.bitwise_and(bits, _MANTISSA, out=bits)
+    np.bitwise_or(bits, _EXP_ONE, out=bits)          # the mantissas, in [1, 2)
+    size = q
+    while size > 512:
+        half = size // 2
+        if size % 2:
+            p8[0] *= p8[2 * half]
+        np.multiply(p8[:half], p8[half : 2 * half], out=p8[:half])
+        size = half
+    return total + float(np.log(p8[:size]).sum()) + n_two * _LOG2
+
+
 class _Kernel:
     """Row-chunked, multi-threaded evaluation of the loss and its gradient pieces.
 
@@ -399,47 +460,61 @@ class _Kernel:
 
     # -- the fitting pass: loss and R = p - y in one sweep over the data ---------------------
 
-    def _loss_block(self, lo: int, hi: int, th: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+    def _loss_block(self, lo: int, hi: int, th: np.ndarray, na: np.ndarray, nb: np.ndarray,
+                    cap: bool) -> float:
+        """Summed ``log(1 + exp(-t))`` over the rows ``lo:hi`` (``na``, ``nb``: ``-a``, ``-b`` on the logit scale).
+
+        Per chunk, in place in one work array (``R[s:e]`` when ``R`` is stored): ``-t`` (the
+        negated parameters give it exactly, without a negation pass), ``u = 1 + exp(-t)``, then
+        ``P = 1 / u`` and ``R = s (P - 1)``. The loss is ``sum log u``, taken as the log of
+        products of ``u`` in float64, which costs a few multiplications per entry instead of a
+        float32 log, and is at least as accurate (:func:`_log_sum`). ``cap``: some ``-t`` may pass
+        :data:`_EXP_CAP` (checked from the parameters by the caller), so it is clipped there
+        before ``exp``.
+        """
         dt = self.dtype
         m, step = self.m, self.step
         R = self.R
         buf = np.empty((step, m), dt) if R is None else None
-        u = np.empty((step, m), dt)
+        work = np.empty(((step * m) // 8) * 8, np.float64)
         total = 0.0
-        for s in range(lo, hi, step):
-            e = min(hi, s + step)
-            k = e - s
-            if R is None:
-                assert buf is not None  # allocated exactly when R is not stored
-                t = buf[:k]
-            else:
-                t = R[s:e]
-            uk = u[:k]
-            Sk = self.S[s:e]
-            # signed margin t = s_ij * x_ij / sigma (0 on unobserved entries)
-            np.multiply.outer(th[s:e], a, out=t)
-            t += b
-            np.multiply(t, Sk, out=t)
-            # P = sigmoid(t), the probability of the observed outcome; -t is capped at _EXP_CAP so
-            # exp cannot overflow (an entry that far off would have probability < 1e-37)
-            np.negative(t, out=uk)
-            np.minimum(uk, _EXP_CAP, out=uk)
-            np.exp(uk, out=uk)
-            uk += 1.0
-            np.reciprocal(uk, out=uk)
-            np.log(uk, out=t)
-            total -= float(t.sum(dtype=np.float64))  # float64 sum: the objective resolves 1e-10 changes
-            if R is not None:
-                # R = p - y = s * (P - 1), exactly 0 on unobserved entries
-                uk -= 1.0
-                np.multiply(uk, Sk, out=t)
+        with np.errstate(over="ignore"):
+            for s in range(lo, hi, step):
+                e = min(hi, s + step)
+                k = e - s
+                if R is None:
+                    assert buf is not None  # allocated exactly when R is not stored
+                    t = buf[:k]
+                else:
+                    t = R[s:e]
+                Sk = self.S[s:e]
+                # minus the signed margin, -t = s_ij * (-x_ij) / sigma (0 on unobserved entries)
+                np.multiply.outer(th[s:e], na, out=t)
+                t += nb
+                np.multiply(t, Sk, out=t)
+                if cap:  # an entry that far off has probability < 1e-37; exp(-t) stays finite
+                    np.minimum(t, _EXP_CAP, out=t)
+                np.exp(t, out=t)
+                t += 1.0
+                total += _log_sum(t.reshape(-1), work)  # the loss: sum of log u
+                if R is not None:
+                    # P = 1 / u, the probability of the observed outcome; R = p - y = s * (P - 1),
+                    # exactly 0 on unobserved entries
+                    np.divide(1.0, t, out=t)
+                    t -= 1.0
+                    np.multiply(t, Sk, out=t)
         return total
 
     def evaluate(self, theta: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
         """Summed loss over observed entries at ``X = theta a' + 1 b'``; stores ``R`` if asked to."""
         dt = self.dtype
-        args = (theta.astype(dt), (a / self.sigma).astype(dt), (b / self.sigma).astype(dt))
-        parts = self._map(self._loss_block, args)
+        na, nb = (-a / self.sigma).astype(dt), (-b / self.sigma).astype(dt)
+        th = theta.astype(dt)
+        # |t_ij| <= max|theta| |a_j| + |b_j|: when that bound (with room for float rounding) stays
+        # below the cap, clipping cannot change any entry and its pass is skipped
+        bound = float(np.abs(th).max(initial=0.0)) * np.abs(na.astype(np.float64)) + np.abs(nb.astype(np.float64))
+        cap = not bool((bound <= _EXP_CAP * (1.0 - 1e-4)).all())
+        parts = self._map(self._loss_block, (th, na, nb, cap))
         total = 0.0
         for part in parts:  # in block order, whatever the number of threads
             total += part
@@ -787,13 +862,30 @@ def _check_separation(S: np.ndarray, theta: np.ndarray, ridge: float, who: str) 
              category=ConvergenceWarning)
         return
     th = np.asarray(theta, dtype=float)
-    right = np.where(S == 1, th[:, None], np.nan)
-    wrong = np.where(S == -1, th[:, None], np.nan)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        lo_right, hi_right = np.nanmin(right, axis=0), np.nanmax(right, axis=0)
-        lo_wrong, hi_wrong = np.nanmin(wrong, axis=0), np.nanmax(wrong, axis=0)
-    sep = ((lo_right > hi_wrong) | (hi_right < lo_wrong)) & ~np.isnan(lo_right) & ~np.isnan(lo_wrong)
+    n, m = S.shape
+    # Abilities as dense ranks (equal abilities share a rank), so that every comparison below is
+    # exact in integers. Per item, s * (rank + 1) peaks at the highest rank among the models that
+    # got it right and dips to minus the highest among those that got it wrong; s * (n + 1 - rank)
+    # gives the lowest ranks the same way. Row chunks: no full-size temporary.
+    rank = np.unique(th, return_inverse=True)[1].astype(np.int32)
+    up, down = rank + 1, n + 1 - rank
+    top_v, bot_v = np.full(m, np.iinfo(np.int32).min, np.int32), np.full(m, np.iinfo(np.int32).max, np.int32)
+    top_w, bot_w = top_v.copy(), bot_v.copy()
+    step = _row_step(m)
+    buf = np.empty((step, m), np.int32)
+    for s in range(0, n, step):
+        e = min(n, s + step)
+        bk = buf[: e - s]
+        np.multiply(S[s:e], up[s:e, None], out=bk)
+        np.maximum(top_v, bk.max(axis=0), out=top_v)
+        np.minimum(bot_v, bk.min(axis=0), out=bot_v)
+        np.multiply(S[s:e], down[s:e, None], out=bk)
+        np.maximum(top_w, bk.max(axis=0), out=top_w)
+        np.minimum(bot_w, bk.min(axis=0), out=bot_w)
+    seen = (top_v > 0) & (bot_v < 0)                 # someone got it right and someone wrong
+    hi_right, hi_wrong = top_v - 1, -bot_v - 1
+    lo_right, lo_wrong = n + 1 - top_w, n + 1 + bot_w
+    sep = ((lo_right > hi_wrong) | (hi_right < lo_wrong)) & seen
     if sep.any():
         warn(f"{who}: {int(sep.sum())} items are perfectly separated by the fitted abilities (every model that "
              "got them right is abler than every model that got them wrong): their slopes have no finite "
@@ -1014,13 +1106,17 @@ def irt_fit(
     best_score = math.inf
     n_stalls = 0
     stalled = False
+    near = 0
+    gate = max(tol, _NEWTON_GATE)
     try:
         y: tuple[np.ndarray, ...] = x  # the point at which R is stored and the objective f is known
         f = evaluate(y)
         hist.append(f)
         times.append(time.perf_counter() - t0)
+        pending: tuple[np.ndarray, ...] | None = None  # an MM point from y computed by the polish
         while it < max_iter:
-            x_new = mm.step(*y)
+            x_new = mm.step(*y) if pending is None else pending
+            pending = None
             it += 1
             k_mom += 1
             beta = (k_mom - 1.0) / (k_mom + 2.0) if accelerate else 0.0
@@ -1037,32 +1133,44 @@ def irt_fit(
             hist.append(f)
             times.append(time.perf_counter() - t0)
             small = small + 1 if rel <= tol else 0
-            if small < (2 if accelerate else 1) or it < next_check:
-                continue
+            near = near + 1 if rel <= gate else 0
+            need = 2 if accelerate else 1
             if gtol is None:
-                converged = True
-                break
+                if small >= need:
+                    converged = True
+                    break
+                continue
+            if near < need or it < next_check:
+                continue
             # Near the optimum: check the score criterion, and take block-Newton steps while they
-            # lower the objective (the pieces cost about two passes; R is stored at y).
+            # lower the objective (the pieces cost about a quarter of a pass; R is stored at y).
             first_check = True
+            first_newton = small < need  # this phase started before the objective flattened
+            last_score = math.inf
             while it < max_iter:
                 pieces = kern.newton_pieces(y[0], y[1], y[2], ridge)
                 score = _score_stat(pieces, y[1], _diverging(y[0], y[1], y[2], sigma))
                 if score <= gtol:
                     converged = True
                     break
+                if score > _NEWTON_RATE * last_score:  # Newton crawls (block coupling): MM with momentum
+                    next_check = it + max(3, it // 20)
+                    break
+                last_score = score
                 if first_check:  # once per polishing phase: is there progress from phase to phase?
                     first_check = False
                     if score < 0.9 * best_score:
                         best_score, n_stalls = score, 0
-                    else:
+                    elif small >= need:  # only once the objective has flattened (``tol``)
                         n_stalls += 1
                         if n_stalls >= _MAX_STALLS:  # no finite optimum in reach (quasi-separation)
                             stalled = True
                             break
+                # the MM point from y (R is stored there): the step taken if no Newton step is kept
+                x_mm = mm.step(*y)
                 accepted = False
                 newton: tuple[np.ndarray, ...] | None = None
-                for damp in (1.0, 0.5, 0.25):
+                for damp in _NEWTON_DAMPING:
                     newton = _newton_point(y, pieces, sigma, ridge, damp)
                     if newton is None:
                         continue
@@ -1071,9 +1179,14 @@ def irt_fit(
                         accepted = True
                         break
                 if not accepted or newton is None:
-                    evaluate(y)  # store R at y again for the next MM step
+                    # back to the momentum iteration from y, whose MM point is already known (R at y
+                    # was overwritten by the rejected candidates, so it could not be recomputed)
+                    pending = x_mm
                     next_check = it + max(3, it // 20)
+                    if first_newton:  # Newton did not help this early: wait for the flat objective
+                        gate = tol
                     break
+                first_newton = False
                 n_newton += 1
                 it += 1
                 x = y = newton

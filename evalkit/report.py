@@ -346,13 +346,14 @@ def report_build(long_df: pd.DataFrame, *, cluster: str = "cluster", se: str = "
         from tqdm.auto import tqdm
         iterator = tqdm(work, desc="report", unit="model")
     groups = {k: g for k, g in df.groupby(["task", "model"], sort=False)}
+    difficulty = {t: _Difficulty(g) for t, g in by_task.items()}
     design_msgs: dict[str, list[tuple[str, str]]] = {}
     other_msgs: dict[tuple[str, str], list[str]] = {}
     for task, model in iterator:
         g = groups[(task, model)]
         try:
             _one_model(task, model, g, se, alpha, acc_rows, est_rows, reason_rows, cluster_rows, notes,
-                       design_msgs, other_msgs, by_task[task])
+                       design_msgs, other_msgs, by_task[task], difficulty.get(task))
         except Exception as exc:  # one bad model never hides the others
             notes.add(1, task, f"{task} / {model}: left out of the report: {type(exc).__name__}: {exc}")
     for task, msgs in design_msgs.items():
@@ -398,7 +399,8 @@ def report_build(long_df: pd.DataFrame, *, cluster: str = "cluster", se: str = "
 def _one_model(task: str, model: str, g: pd.DataFrame, se: str, alpha: float, acc_rows: list[dict[str, Any]],
                est_rows: list[dict[str, Any]], reason_rows: list[dict[str, Any]], cluster_rows: list[dict[str, Any]],
                notes: _Notes, design_msgs: dict[str, list[tuple[str, str]]],
-               other_msgs: dict[tuple[str, str], list[str]], task_df: pd.DataFrame | None = None) -> None:
+               other_msgs: dict[tuple[str, str], list[str]], task_df: pd.DataFrame | None = None,
+               difficulty: _Difficulty | None = None) -> None:
     y = g["correct"].to_numpy(dtype=float)
     ok = (g["status"] == "ok").to_numpy()
     clus = g["cluster"].to_numpy(dtype=str)
@@ -531,33 +533,69 @@ def _one_model(task: str, model: str, g: pd.DataFrame, se: str, alpha: float, ac
             notes.add(2, task, f"{task} / {model}: clusters {empty} have no graded answer, so no weighting can "
                                "speak for them; IPW is not reported, only the bounds")
         if answered.all() and task_df is not None:
-            rows += _dr_rows(task_df, task, model, g, np.where(ok, y, np.nan), clus, se, alpha, notes)
+            rows += _dr_rows(task_df, task, model, g, np.where(ok, y, np.nan), clus, se, alpha, notes, difficulty)
     for name, est, ikind in rows:
         est_rows.append({"task": task, "model": model, "estimator": name, "estimate": est.estimate,
                          "ci_low": est.ci_low, "ci_high": est.ci_high, "se": est.se, "interval": ikind})
 
 
+class _Difficulty:
+    """Each item's sum and count of graded outcomes over all of a task's models, computed once per task.
+
+    A model's ``acc_others`` is then ``(s - own) / (c - own_graded)``: the numbers of
+    :func:`evalkit.missing_features` (the same grouped sums, the same subtraction and division, so
+    the same bits) without a pass over the whole task table for every model.
+    """
+
+    def __init__(self, task_df: pd.DataFrame) -> None:
+        y = task_df["correct"].to_numpy(dtype=float)
+        ok = ~np.isnan(y)
+        tot = pd.DataFrame({"item": task_df["item"].to_numpy(), "s": np.where(ok, y, 0.0), "c": ok.astype(float)})
+        sums = tot.groupby("item", sort=False)[["s", "c"]].sum()
+        self.s, self.c = sums["s"], sums["c"]
+        self.n_models = int(task_df["model"].nunique())
+
+    def acc_others(self, g: pd.DataFrame) -> np.ndarray | None:
+        """``acc_others`` on the items of ``g`` (one model's rows, in order); None where :func:`missing_features`
+        must decide (an item no other model answered, or an item twice in ``g``)."""
+        items = g["item"].to_numpy()
+        if pd.Index(items).has_duplicates:
+            return None
+        y = g["correct"].to_numpy(dtype=float)
+        ok = ~np.isnan(y)
+        s = self.s.reindex(items).to_numpy() - np.where(ok, y, 0.0)
+        c = self.c.reindex(items).to_numpy() - ok.astype(float)
+        if not (c > 0).all():
+            return None
+        return s / c
+
+
 def _dr_rows(task_df: pd.DataFrame, task: str, model: Any, g: pd.DataFrame, ymiss: np.ndarray, clus: np.ndarray,
-             se: str, alpha: float, notes: _Notes) -> list[tuple[str, Estimate, str]]:
+             se: str, alpha: float, notes: _Notes,
+             difficulty: _Difficulty | None = None) -> list[tuple[str, Estimate, str]]:
     """The doubly robust row of one model: feature = the item's accuracy among the task's other models.
 
     :func:`evalkit.missing_features`' ``acc_others`` (item difficulty from the other models, never
     this model's own answers) is the one feature the report has for every eval log; logistic outcome
     and propensity models on it, cross-fitted on five folds of whole clusters
     (:func:`evalkit.missing_dr.dr_estimate`). Skipped, with a note, for a task with one model.
+    ``difficulty`` (the task's item sums) gives the same feature without a pass over ``task_df``.
     """
     from .missing import missing_features
     from .missing_dr import dr_estimate
 
-    if task_df["model"].nunique() < 2:
+    n_models = difficulty.n_models if difficulty is not None else task_df["model"].nunique()
+    if n_models < 2:
         notes.add(4, task, f"{task} / {model}: one model only, so no item difficulty from other models; "
                            "DR not computed")
         return []
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", EvalkitWarning)
-            X = missing_features(task_df, model=model).reindex(g["item"].to_numpy())[["acc_others"]]
-            est = dr_estimate(ymiss, clus, features=X.to_numpy(), folds=min(5, len(np.unique(clus))), seed=0,
+            x = difficulty.acc_others(g) if difficulty is not None else None
+            if x is None:
+                x = missing_features(task_df, model=model).reindex(g["item"].to_numpy())["acc_others"].to_numpy()
+            est = dr_estimate(ymiss, clus, features=x[:, None], folds=min(5, len(np.unique(clus))), seed=0,
                               se=se, alpha=alpha)  # type: ignore[arg-type]
         for w in caught:
             text = _clean(str(w.message), se)
