@@ -337,3 +337,28 @@ def test_every_relative_link_of_a_notebook_exists(path: pathlib.Path) -> None:
             if "://" not in target and not (path.parent / target).exists():
                 broken.append(f"cell {i}: {target}")
     assert not broken, f"{path.name} links to files that do not exist: {broken}"
+
+
+_STATED_TIME = re.compile(r"[Aa]bout\s+([0-9]+(?:[–-][0-9]+)?)\s+minutes")
+LESSONS = [p for p in NOTEBOOKS if "solutions" not in p.name]
+
+
+def _stated_time(path: pathlib.Path) -> str:
+    first = "".join(json.loads(path.read_text())["cells"][0]["source"])
+    m = _STATED_TIME.search(first)
+    assert m, f"{path.name}: the first cell states no time ('About N minutes' or 'About N–M minutes')"
+    return m.group(1)
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_readme_and_course_plan_state_the_lessons_own_time(path: pathlib.Path) -> None:
+    """The README's lesson table and the course plan's table give the time the lesson itself states."""
+    time = _stated_time(path)
+    readme = (ROOT / "README.md").read_text()
+    row = re.search(rf"^\| `{re.escape(path.stem)}` \|[^|]*\| \(about ([^)]*?) min\)", readme, re.M)
+    assert row, f"README.md has no lesson row for {path.stem}"
+    assert row.group(1) == time, f"README.md says {row.group(1)} min for {path.stem}; the lesson says {time}"
+    course = (ROOT / "docs" / "COURSE.md").read_text()
+    crow = re.search(rf"^\| [0-9.]+ \| `{re.escape(path.stem)}` \|[^|]*\|[^|]*\| ([^|]*?) min \|", course, re.M)
+    assert crow, f"docs/COURSE.md has no table row for {path.stem}"
+    assert crow.group(1) == time, f"docs/COURSE.md says {crow.group(1)} min for {path.stem}; the lesson says {time}"
