@@ -21,7 +21,7 @@ Data (real, see each SOURCE.md):
 - 12,032 items: MMLU-Pro official, 31 models, 0/1 outcomes: Bernoulli predictions of a 2PL fitted
   by ``irt_fit`` (``similarity_irt``; the fit is timed separately).
 
-Goals (docs/methods/harmony.md / issue 9): at most 30 s and 2 GB for 12,032 items on 2 cores.
+Goal (docs/methods/harmony.md): at most 30 s and 2 GB for 12,032 items on 2 cores.
 Prints a table and, last, one JSON line.
 """
 
