@@ -193,16 +193,12 @@ def bench_planted(seed: int = 0) -> dict[str, Any]:
     t0 = time.perf_counter()
     fit = ek.ecc_fit(train, sim.embeddings, K=4, init=start)
     t_ek = time.perf_counter() - t0
-    pos = {m: i for i, m in enumerate(fit.models.astype(str))}
-    votes: dict[str, list[tuple[int, int]]] = {}
-    for q, w, lo in zip(train["item"].astype(str), train["winner"].astype(str), train["loser"].astype(str),
-                        strict=True):
-        votes.setdefault(q, []).append((pos[w], pos[lo]))
-    emb = {q: sim.embeddings.loc[q].to_numpy() for q in votes}
+    votes, emb = ref.inputs(train, fit.models, sim.embeddings)
+    n_models = len(fit.models)
     t0 = time.perf_counter()
-    out = ref.fit(votes, emb, {q: start[i] for i, q in enumerate(fit.items)}, len(pos), lam=3.0, T=0.1)
+    out = ref.fit(votes, emb, {q: start[i] for i, q in enumerate(fit.items)}, n_models, lam=3.0, T=0.1)
     t_ref = time.perf_counter() - t0
-    return {"n_queries": int(len(fit.items)), "n_models": int(len(pos)), "K": 4,
+    return {"n_queries": int(len(fit.items)), "n_models": n_models, "K": 4,
             "same_items": list(out["items"]) == list(fit.items),
             "n_iter_evalkit": int(fit.n_iter), "n_iter_reference": int(out["n_iter"]),
             "max_abs_diff_profiles": float(np.max(np.abs(out["theta"] - fit.theta))),

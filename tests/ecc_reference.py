@@ -140,3 +140,18 @@ def fit(votes: dict[str, list[tuple[int, int]]], emb: dict[str, np.ndarray], res
             break
     return {"theta": theta, "centroids": centroids, "resp": np.stack([resp[q] for q in qs]), "items": qs,
             "n_iter": it + 1}
+
+
+def inputs(pairs, models, embeddings):  # type: ignore[no-untyped-def]
+    """The reference's inputs from a long table of comparisons (columns item, winner, loser).
+
+    ``models`` orders the model indices (e.g. a fit's ``models``); ``embeddings`` is a frame
+    indexed by item. Returns ``votes`` (per query, a list of (winner, loser) indices) and ``emb``
+    (per query, its embedding), in the table's order of queries.
+    """
+    pos = {m: i for i, m in enumerate(np.asarray(models).astype(str))}
+    votes: dict[str, list[tuple[int, int]]] = {}
+    for q, w, lo in zip(pairs["item"].astype(str), pairs["winner"].astype(str), pairs["loser"].astype(str),
+                        strict=True):
+        votes.setdefault(q, []).append((pos[w], pos[lo]))
+    return votes, {q: embeddings.loc[q].to_numpy() for q in votes}

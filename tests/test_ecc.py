@@ -433,14 +433,9 @@ def test_default_fit_is_the_authors_algorithm(sim, split, authors_start):
 
     train, _ = split
     fit = ek.ecc_fit(train, sim.embeddings, K=4, init=authors_start)
-    pos = {m: i for i, m in enumerate(fit.models.astype(str))}
-    votes: dict[str, list[tuple[int, int]]] = {}
-    for q, w, lo in zip(train["item"].astype(str), train["winner"].astype(str), train["loser"].astype(str),
-                        strict=True):
-        votes.setdefault(q, []).append((pos[w], pos[lo]))
-    emb = {q: sim.embeddings.loc[q].to_numpy() for q in votes}
+    votes, emb = ref.inputs(train, fit.models, sim.embeddings)
     start = {q: authors_start[i] for i, q in enumerate(fit.items)}
-    out = ref.fit(votes, emb, start, len(pos), lam=3.0, T=0.1)
+    out = ref.fit(votes, emb, start, len(fit.models), lam=3.0, T=0.1)
     assert list(out["items"]) == list(fit.items)
     assert out["n_iter"] == fit.n_iter and fit.converged
     assert np.max(np.abs(out["theta"] - fit.theta)) < 1e-6
@@ -448,7 +443,7 @@ def test_default_fit_is_the_authors_algorithm(sim, split, authors_start):
     assert np.max(np.abs(out["centroids"] - fit.centres)) < 1e-6
     # and a fixed number of iterations without the stopping rule, at another temperature
     fit3 = ek.ecc_fit(train, sim.embeddings, K=4, T=1.0, init=authors_start, max_iter=3, tol_kl=0.0, patience=10)
-    out3 = ref.fit(votes, emb, start, len(pos), lam=3.0, T=1.0, max_iter=3, stop=False)
+    out3 = ref.fit(votes, emb, start, len(fit.models), lam=3.0, T=1.0, max_iter=3, stop=False)
     assert np.max(np.abs(out3["theta"] - fit3.theta)) < 1e-6
     assert np.max(np.abs(out3["resp"] - fit3.resp)) < 1e-6
 

@@ -91,14 +91,19 @@ def test_overlap_warns_and_never_divides_silently() -> None:
     assert np.isfinite(e.estimate) and e.diagnostics.p_min == pytest.approx(0.001)
 
 
-def test_given_predictions_are_used_as_given() -> None:
-    """With given m and pi the estimate is mean(m + R (Y - m) / pi), by hand."""
+def _given(seed: int) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A data set with given outcome predictions m and propensities p, its outcomes y and responses R."""
     d = _data(5)
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     m = rng.uniform(0.2, 0.9, len(d))
     p = rng.uniform(0.3, 1.0, len(d))
     y = d["correct"].to_numpy()
-    R = ~np.isnan(y)
+    return d, m, p, y, ~np.isnan(y)
+
+
+def test_given_predictions_are_used_as_given() -> None:
+    """With given m and pi the estimate is mean(m + R (Y - m) / pi), by hand."""
+    d, m, p, y, R = _given(0)
     phi = m + np.where(R, (np.nan_to_num(y) - m) / p, 0.0)
     e = ek.dr_estimate(y, d["cluster"], outcome_model=m, propensity_model=p)
     assert e.estimate == pytest.approx(phi.mean(), abs=1e-14)
@@ -110,12 +115,7 @@ def test_given_predictions_are_used_as_given() -> None:
 
 def test_normalised_weights_by_hand_and_invariant_to_the_scale_of_the_weights() -> None:
     """normalise=True: per fold, mean(m) + sum(w e) / sum(w); a common factor in pi_hat cancels."""
-    d = _data(5)
-    rng = np.random.default_rng(1)
-    m = rng.uniform(0.2, 0.9, len(d))
-    p = rng.uniform(0.3, 1.0, len(d))
-    y = d["correct"].to_numpy()
-    R = ~np.isnan(y)
+    d, m, p, y, R = _given(1)
     w, r = np.where(R, 1 / p, 0.0), np.where(R, np.nan_to_num(y) - m, 0.0)
     for cross_fit in (True, False):
         e = ek.dr_estimate(y, d["cluster"], outcome_model=m, propensity_model=p, cross_fit=cross_fit, normalise=True,
