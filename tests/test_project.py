@@ -362,3 +362,12 @@ def test_readme_and_course_plan_state_the_lessons_own_time(path: pathlib.Path) -
     crow = re.search(rf"^\| [0-9.]+ \| `{re.escape(path.stem)}` \|[^|]*\|[^|]*\| ([^|]*?) min \|", course, re.M)
     assert crow, f"docs/COURSE.md has no table row for {path.stem}"
     assert crow.group(1) == time, f"docs/COURSE.md says {crow.group(1)} min for {path.stem}; the lesson says {time}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_nbval_markers_are_cell_tags_not_visible_comments(path: pathlib.Path) -> None:
+    """Cells checked by nbval carry the ``nbval-check-output`` tag; the learner sees no marker comment."""
+    nb = json.loads(path.read_text())
+    marked = [i for i, c in enumerate(nb["cells"])
+              if c["cell_type"] == "code" and re.search(r"^\s*#\s*(NBVAL|PYTEST_VALIDATE)_", "".join(c["source"]), re.M)]
+    assert not marked, f"{path.name}: cells {marked} carry an nbval comment; use the cell tag nbval-check-output"
