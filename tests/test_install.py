@@ -46,8 +46,8 @@ RESULTS = sorted(p.name for p in (ROOT / "benchmarks" / "results").glob("*.json"
 # A short lesson that reads real data (MMLU-Pro and ChemBench from the package's copy).
 LESSON = "04-missing-responses-real-data.ipynb"
 # The lesson whose example logs ship in the package (evalkit/_examples), and its solutions.
-LESSON_09 = "09-your-own-eval-log.ipynb"
-SOLUTIONS_09 = "solutions/09-your-own-eval-log-solutions.ipynb"
+LESSON_09 = "09.1-your-own-eval-log-reading-a-report.ipynb"
+SOLUTIONS_09 = "solutions/09.1-your-own-eval-log-reading-a-report-solutions.ipynb"
 FIXTURE_LOG = (ROOT / "tests" / "fixtures" / "eval_logs" / "inspect_ai" / "logs" / "eval"
                / "2026-11-30T11-09-42-00-00_mcq-subjects_5Xdjo8KqChV8PRDEuEbgtb.eval")
 # PyPI refuses files over 100 MB; the wheel should stay far below.
