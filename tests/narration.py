@@ -19,7 +19,8 @@ Years (whole numbers 1900–2099 written without a decimal point), arXiv identif
 strings (``0.4.13``), anything inside a link target, a URL, inline code or a fenced code block,
 a LaTeX subscript or superscript (``z_{0.975}``), the cells of a References section,
 numbers glued to a letter (model names such as ``Qwen2.5-72B``, ``v1``, ``GPT-4o``), and the
-section numbers that open a heading (``## 3.2 The method``) or name a lesson file (``05.1-irt``).
+section numbers that open a heading (``## 3.2 The method``), name a lesson file (``05.1-irt``) or a
+lesson (``see 09.2``: two digits with a leading zero, a point and one digit).
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ _ARXIV = re.compile(r"\b\d{4}\.\d{4,5}(?:v\d+)?\b")
 _VERSION = re.compile(r"\b\d+\.\d+\.\d+(?:\.\d+)*\b")
 _HEADING_NUMBER = re.compile(r"^(\s*#+\s*)\d+(?:\.\d+)*", re.M)
 _LESSON_FILE = re.compile(r"\b\d{2}(?:\.\d)?-[a-z]")
+# a lesson's number as a name ("see 09.2", "[03.4 · MNAR]", "parts 09.1–09.3"): two digits with a
+# leading zero, a point and one digit; no quantity is written with a leading zero
+_LESSON_NUMBER = re.compile(r"(?<![\d.,])0\d\.\d(?![\d])")
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,8 @@ def prose_numbers(markdown: str) -> list[tuple[str, float, int, int]]:
     if _REFERENCES.search(markdown):
         return []
     text = markdown.replace("{,}", ",").replace("\\!", "")
-    for pattern in (_FENCED, _INLINE_CODE, _SUBSCRIPT, _LINK_TARGET, _URL, _HTML_TAG, _ARXIV, _VERSION, _LESSON_FILE):
+    for pattern in (_FENCED, _INLINE_CODE, _SUBSCRIPT, _LINK_TARGET, _URL, _HTML_TAG, _ARXIV, _VERSION, _LESSON_FILE,
+                    _LESSON_NUMBER):
         text = _blank(text, pattern)
     text = _HEADING_NUMBER.sub(lambda m: m.group(1) + " " * (len(m.group(0)) - len(m.group(1))), text)
     found = []
