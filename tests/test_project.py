@@ -368,6 +368,6 @@ def test_readme_and_course_plan_state_the_lessons_own_time(path: pathlib.Path) -
 def test_nbval_markers_are_cell_tags_not_visible_comments(path: pathlib.Path) -> None:
     """Cells checked by nbval carry the ``nbval-check-output`` tag; the learner sees no marker comment."""
     nb = json.loads(path.read_text())
-    marked = [i for i, c in enumerate(nb["cells"])
-              if c["cell_type"] == "code" and re.search(r"^\s*#\s*(NBVAL|PYTEST_VALIDATE)_", "".join(c["source"]), re.M)]
+    marker = re.compile(r"^\s*#\s*(NBVAL|PYTEST_VALIDATE)_", re.M)
+    marked = [i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code" and marker.search("".join(c["source"]))]
     assert not marked, f"{path.name}: cells {marked} carry an nbval comment; use the cell tag nbval-check-output"
