@@ -19,7 +19,7 @@ Propensity models live in :mod:`evalkit.missing_propensity`, the delta sensitivi
 :mod:`evalkit.missing_study`; this module re-exports the first two.
 
 Paper: [MISSING] (Handling Missing Responses under Cluster Dependence with Applications to
-Language Model Evaluation). Taught in ``notebooks/02-missing-responses-method.ipynb`` to
+Language Model Evaluation). Taught in ``notebooks/02.1-missing-responses-mechanisms-and-ipw.ipynb`` to
 ``04-missing-responses-real-data.ipynb``.
 """
 
@@ -333,7 +333,7 @@ def missing_complete_case(correct: npt.ArrayLike, clusters: npt.ArrayLike | None
     >>> round(missing_complete_case(d["correct"], d["cluster"]).estimate, 3)
     0.599
 
-    Taught in ``notebooks/02-missing-responses-method.ipynb``.
+    Taught in ``notebooks/02.1-missing-responses-mechanisms-and-ipw.ipynb``.
     """
     y, obs, clus = _prep(correct, clusters)
     est = mean_estimate(y[obs], None if clus is None else clus[obs], se=se, alpha=alpha)
@@ -459,7 +459,8 @@ def ipw_estimate(correct: npt.ArrayLike, clusters: npt.ArrayLike | None = None, 
     >>> round(e.estimate, 3), e.method
     (0.574, 'IPW random intercept, CR1')
 
-    Taught in ``notebooks/02-missing-responses-method.ipynb``.
+    Taught in ``notebooks/02.1-missing-responses-mechanisms-and-ipw.ipynb`` (truncation in
+    ``02.3-missing-responses-weight-truncation``).
     """
     check_alpha(alpha)
     y, obs, clus, fit, W = _ipw_parts(correct, clusters, features, p, kind, method, truncate)
@@ -985,7 +986,7 @@ def missing_report(long_df: pd.DataFrame, *, features: Sequence[str] | None = No
     result is under ``"propensity_checks"`` in that model's weight diagnostics, and each failed check
     adds a sentence to ``attrs["missing"].notes``.
 
-    Paper: [MISSING]. Taught in ``notebooks/02-missing-responses-method.ipynb``.
+    Paper: [MISSING]. Taught in ``notebooks/02.2-missing-responses-propensity-checks-and-report.ipynb``.
 
     Parameters
     ----------

@@ -7,7 +7,8 @@ likelihood with the Laplace approximation or adaptive Gauss–Hermite quadrature
 gradients for both, and convergence is declared only when the gradient test passes.
 
 Paper: [MISSING] (Handling Missing Responses under Cluster Dependence with Applications to
-Language Model Evaluation). Taught in ``notebooks/02-missing-responses-method.ipynb``.
+Language Model Evaluation). Taught in ``notebooks/02.1-missing-responses-mechanisms-and-ipw.ipynb`` (the fit) and
+``notebooks/02.2-missing-responses-propensity-checks-and-report.ipynb`` (the checks).
 """
 
 from __future__ import annotations
@@ -654,7 +655,7 @@ def propensity_fit(R: npt.ArrayLike, X: npt.ArrayLike | None = None, clusters: n
     ``kind="logistic"`` ignores clusters. Separation is reported the same way for every kind
     (``separated=True``, a ``"separation: ..."`` message and a warning): see :class:`PropensityFit`.
 
-    Paper: [MISSING]. Taught in ``notebooks/02-missing-responses-method.ipynb``.
+    Paper: [MISSING]. Taught in ``notebooks/02.1-missing-responses-mechanisms-and-ipw.ipynb``.
 
     Parameters
     ----------

@@ -24,7 +24,8 @@ the degrees of freedom are infinite), the minimum detectable difference is
 :math:`(t_{1-\\alpha/2} + t_{\\text{power}})\\,SE`, and the sample size solves the same equation for
 ``n``. :func:`plan_variance` estimates the components from a long table (several answers per
 item, e.g. ``log_read(..., epochs="all")``, are needed to separate within from between);
-:class:`PlanVariance` can also be set by hand. Notebook ``01-planning-an-evaluation`` teaches it.
+:class:`PlanVariance` can also be set by hand. Notebooks ``01.1-detectable-differences-and-sample-sizes`` and
+``01.2-resampling-and-option-probabilities`` teach it.
 """
 
 from __future__ import annotations
@@ -462,7 +463,7 @@ def plan_power_plot(*, delta: float = 0.03, var_between: float = 0.15, var_withi
                     n_max: int | None = None, ax: Any = None) -> Any:
     """Power against the number of questions, with and without clustering, one vs ``k`` answers.
 
-    The pure function behind notebook 01's widget: four curves (unclustered/clustered x 1/``k``
+    The pure function behind notebook 01.2's widget: four curves (unclustered/clustered x 1/``k``
     answers per question) for a paired comparison with the given variance components, the
     target ``power`` as a line, and the number of questions each design needs in the legend.
     Closed forms only, so one redraw takes milliseconds. ``icc`` is the ICC of a question answered

@@ -122,7 +122,7 @@ PAPERS: Mapping[str, str] = {
     ),
     "MILLER": (
         "Evan Miller. Adding Error Bars to Evals: A Statistical Approach to Language Model Evaluations. "
-        "arXiv:2411.00640, 2024 (the planning reference of notebook 01; its figures are checked as quoted "
+        "arXiv:2411.00640, 2024 (the planning reference of notebooks 01.1 and 01.2; its figures are checked as quoted "
         "by secondary sources, see docs/references.md)."
     ),
 }
