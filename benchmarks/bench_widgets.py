@@ -17,7 +17,7 @@ Rows:
   each, plus the figure) at its defaults and at the largest setting it offers (50 x 50).
 * ``missing_explore (nb 03)``: one redraw of notebook 03's widget (``missing_explore(n_reps=30)``, the
   call the notebook makes) at its defaults and at 100 clusters.
-* ``widget_irt_redraw``: one redraw of notebook 05's widget at its defaults and at the largest and
+* ``widget_irt_redraw``: one redraw of notebook 05.2's widget at its defaults and at the largest and
   slowest setting it offers (the most models and items, MNAR, 40% missing, the lowest temperature).
 
 Last, the redraw times that ``tests/test_browser.py`` recorded in JupyterLab (``build/browser/``,

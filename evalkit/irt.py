@@ -1492,7 +1492,7 @@ def irt_se(fit: IRTFit, Y: Matrix) -> IRTStandardErrors:
     ``sum_i p_ij (1 - p_ij) [theta_i^2, theta_i; theta_i, 1] / sigma^2``. It ignores the
     uncertainty of the fixed block and of the normalisation, which is small when the other
     dimension is large (many items for abilities, many models for item parameters); check it
-    with a parametric bootstrap (see the tests and notebook 02).
+    by simulation (see the tests and notebook ``05.2-irt-recovery-and-standard-errors``).
 
     Parameters
     ----------

@@ -58,7 +58,7 @@ ESTIMATOR_COLORS: dict[str, str] = {
     "cc": "#E69F00",                 # complete case
     "ipw": "#56B4E9",                # IPW, plain logistic propensity
     "ipw_ri": "#332288",             # IPW, random-intercept propensity
-    # item response theory (notebook 05)
+    # item response theory (notebooks 05.1-05.4)
     "cbmm": "#117733",
     "cbmm plain": "#88CCEE",
     "lbfgs": "#CC6677",
@@ -449,7 +449,8 @@ def plot_irt_recovery(truth: Mapping[str, Any], theta: np.ndarray, b: np.ndarray
     'true ability θ (logit scale)'
     >>> plt.close("all")
 
-    Notebook 05 (section 3) draws it through :func:`evalkit.widget_irt_redraw`.
+    Notebook ``05.2-irt-recovery-and-standard-errors`` (its widget) draws it through
+    :func:`evalkit.widget_irt_redraw`.
     """
     if not isinstance(truth, Mapping) or not {"theta", "b"} <= set(truth):
         keys = sorted(map(str, truth)) if isinstance(truth, Mapping) else None

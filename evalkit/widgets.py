@@ -371,7 +371,7 @@ def widget_coverage(**defaults: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
-# Notebook 05: recovery of a 2PL fit under temperature, missingness and size
+# Notebook 05.2: recovery of a 2PL fit under temperature, missingness and size
 # ---------------------------------------------------------------------------------------------
 
 IRT_WIDGET_LIMITS: dict[str, tuple[float, float, float]] = {
@@ -400,10 +400,10 @@ def widget_irt_redraw(sigma: float = 1.0, missing: float = 0.1, n_models: int = 
                       mechanism: str = "mcar", *, seed: int = 2026, show: bool = True) -> dict[str, float]:
     """Simulate a 2PL matrix, fit it by cBMM and plot fitted against true ability and easiness.
 
-    The view behind notebook 05's widget ([CBMM]): :func:`evalkit.simulate_2pl` with the given
-    temperature, missing fraction and mechanism, :func:`evalkit.irt_fit` (at most 400 iterations,
-    so a redraw stays fast; the title says when that cap stopped the fit), and
-    :func:`evalkit.plot_irt_recovery`.
+    The view behind the widget of notebook ``05.2-irt-recovery-and-standard-errors`` ([CBMM]):
+    :func:`evalkit.simulate_2pl` with the given temperature, missing fraction and mechanism,
+    :func:`evalkit.irt_fit` (at most 400 iterations, so a redraw stays fast; the title says when
+    that cap stopped the fit), and :func:`evalkit.plot_irt_recovery`.
 
     Parameters
     ----------
@@ -440,7 +440,7 @@ def widget_irt_redraw(sigma: float = 1.0, missing: float = 0.1, n_models: int = 
     True
     >>> import matplotlib.pyplot as plt; plt.close("all")
 
-    Notebook 05, section 3, wires it with :func:`widget_irt`.
+    Notebook ``05.2-irt-recovery-and-standard-errors`` wires it with :func:`widget_irt`.
     """
     import matplotlib.pyplot as plt
 
@@ -486,7 +486,7 @@ def widget_irt_redraw(sigma: float = 1.0, missing: float = 0.1, n_models: int = 
 
 
 def widget_irt(**defaults: Any) -> Any:
-    """The live widget of notebook 05: :func:`widget_irt_redraw` with only feasible settings offered.
+    """The live widget of notebook 05.2: :func:`widget_irt_redraw` with only feasible settings offered.
 
     Parameters
     ----------
