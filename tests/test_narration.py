@@ -66,7 +66,8 @@ def test_the_guard_reads_numbers_in_code_and_html_outputs(tmp_path: pathlib.Path
 
 def test_the_guard_exempts_years_ids_links_code_and_names() -> None:
     prose = ("Miller (2024), arXiv:2411.00640v1, [the paper](https://example.org/a/1234.5678), "
-             "`seed=12345`, lm-eval 0.4.13, Qwen2.5-72B, see 05.1-irt-the-2pl-model-and-cbmm, $z_{0.975}$, parts 09.1–09.3.\n"
+             "`seed=12345`, lm-eval 0.4.13, Qwen2.5-72B, see 05.1-irt-the-2pl-model-and-cbmm, $z_{0.975}$, "
+             "parts 09.1–09.3.\n"
              "## 3.2 The method\n```\nx = 0.123\n```")
     assert prose_numbers(prose) == []
     assert [n for n, *_ in prose_numbers("but 0.123 and 1,111 and 250 are checked; 45 is not")] == [
