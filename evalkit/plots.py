@@ -120,7 +120,7 @@ def plot_color(name: str) -> str:
     >>> plot_color("my new estimator") == plot_color("my new estimator")
     True
 
-    Used in every notebook; notebook 00 introduces it.
+    Used in every notebook; notebook 00.1 introduces it.
     """
     if not isinstance(name, str):
         raise EvalkitInputTypeError(
