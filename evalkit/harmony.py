@@ -749,7 +749,7 @@ def harmony_plot_plane(table: pd.DataFrame, *, ax: Any = None, title: str | None
 
 def harmony_explore(P: npt.ArrayLike, Y: npt.ArrayLike, *, b: float = DEFAULT_B, tau: float = 1.0,
                     k: int = 4, fraction: float = 0.0, seed: int = 0, show: bool = True) -> dict[str, Any]:
-    """The function behind notebook 07's widget: partition, HARMONY and rebalancing for one setting.
+    """The function behind notebook 07.3's widget: partition, HARMONY and rebalancing for one setting.
 
     Partitions the items by predictive similarity (shared over the models in ``P``) with ``k``
     sub-domains at temperature ``tau``, prunes ``fraction`` of the items from the largest
