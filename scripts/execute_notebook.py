@@ -3,7 +3,7 @@
 Usage::
 
     python scripts/execute_notebook.py --output-dir build/html --timeout 600 notebooks/00-*.ipynb ...
-    python scripts/execute_notebook.py --inplace notebooks/06-active-evaluation.ipynb   # refresh outputs
+    python scripts/execute_notebook.py --inplace notebooks/06.1-active-evaluation-from-scratch.ipynb   # refresh outputs
 
 ``--inplace`` writes the executed notebook back (how the committed outputs are refreshed) and
 prints each cell's wall time.
