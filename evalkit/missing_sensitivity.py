@@ -3,8 +3,8 @@
 Under MAR a missing answer is correct with the probability that a comparable answered item is;
 the analysis shifts that log-odds by ``delta`` and asks where a conclusion tips.
 
-Paper: [MISSING]. Taught in ``notebooks/03.1-missing-responses-claims-bias-and-coverage.ipynb`` and
-``04-missing-responses-real-data.ipynb``.
+Paper: [MISSING]. Taught in ``notebooks/03.2-missing-responses-claims-widths-and-mnar.ipynb`` and
+``04.3-missing-reasons-and-a-tipping-point.ipynb``.
 """
 
 from __future__ import annotations
@@ -120,8 +120,8 @@ def sensitivity_delta(correct: npt.ArrayLike, clusters: npt.ArrayLike | None = N
     >>> t["estimate"].round(3).tolist()
     [0.536, 0.576, 0.617]
 
-    Taught in ``notebooks/03.1-missing-responses-claims-bias-and-coverage.ipynb`` and
-    ``04-missing-responses-real-data.ipynb``.
+    Taught in ``notebooks/03.2-missing-responses-claims-widths-and-mnar.ipynb`` and
+    ``04.3-missing-reasons-and-a-tipping-point.ipynb``.
     """
     check_alpha(alpha)
     if deltas is not None:
