@@ -20,7 +20,7 @@ Propensity models live in :mod:`evalkit.missing_propensity`, the delta sensitivi
 
 Paper: [MISSING] (Handling Missing Responses under Cluster Dependence with Applications to
 Language Model Evaluation). Taught in ``notebooks/02.1-missing-responses-mechanisms-and-ipw.ipynb`` to
-``04-missing-responses-real-data.ipynb``.
+``04.3-missing-reasons-and-a-tipping-point.ipynb``.
 """
 
 from __future__ import annotations

@@ -26,7 +26,8 @@ non-cross-fitted version (``cross_fit=False``) fits on every item and predicts w
 own effect; it is kept for teaching and for parametric models, where it is also valid.
 
 Paper: [MISSING] (Zeng, Arbour, Feller, Dasgupta, Sinha, Kennedy, NeurIPS 2025, arXiv 2510.20928).
-Taught in ``notebooks/04.1-doubly-robust.ipynb``; the equations are in
+Taught in ``notebooks/04.4-doubly-robust-aipw-and-cross-fitting.ipynb`` to
+``04.7-doubly-robust-on-real-data.ipynb``; the equations are in
 ``docs/methods/missing-responses.md`` ("Doubly robust estimation").
 """
 

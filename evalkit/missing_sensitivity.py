@@ -4,7 +4,7 @@ Under MAR a missing answer is correct with the probability that a comparable ans
 the analysis shifts that log-odds by ``delta`` and asks where a conclusion tips.
 
 Paper: [MISSING]. Taught in ``notebooks/03.3-missing-responses-claims-widths-and-mnar.ipynb`` and
-``04-missing-responses-real-data.ipynb``.
+``04.3-missing-reasons-and-a-tipping-point.ipynb``.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def sensitivity_delta(correct: npt.ArrayLike, clusters: npt.ArrayLike | None = N
     [0.536, 0.576, 0.617]
 
     Taught in ``notebooks/03.3-missing-responses-claims-widths-and-mnar.ipynb`` and
-    ``04-missing-responses-real-data.ipynb``.
+    ``04.3-missing-reasons-and-a-tipping-point.ipynb``.
     """
     check_alpha(alpha)
     if deltas is not None:

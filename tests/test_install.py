@@ -44,7 +44,7 @@ LESSONS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
 SOLUTIONS = sorted(p.name for p in (ROOT / "notebooks" / "solutions").glob("*.ipynb"))
 RESULTS = sorted(p.name for p in (ROOT / "benchmarks" / "results").glob("*.json"))
 # A short lesson that reads real data (MMLU-Pro and ChemBench from the package's copy).
-LESSON = "04-missing-responses-real-data.ipynb"
+LESSON = "04.3-missing-reasons-and-a-tipping-point.ipynb"
 # The lesson whose example logs ship in the package (evalkit/_examples), and its solutions.
 LESSON_09 = "09.1-your-own-eval-log-reading-a-report.ipynb"
 SOLUTIONS_09 = "solutions/09.1-your-own-eval-log-reading-a-report-solutions.ipynb"
