@@ -371,3 +371,18 @@ def test_nbval_markers_are_cell_tags_not_visible_comments(path: pathlib.Path) ->
     marker = re.compile(r"^\s*#\s*(NBVAL|PYTEST_VALIDATE)_", re.M)
     marked = [i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code" and marker.search("".join(c["source"]))]
     assert not marked, f"{path.name}: cells {marked} carry an nbval comment; use the cell tag nbval-check-output"
+
+
+SITTING_MINUTES = 45
+"""Upper end of a part's stated time: one sitting for a newcomer (exercises extra)."""
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_each_part_is_one_sitting(path: pathlib.Path) -> None:
+    """A part states at most about 45 minutes and keeps to 2,600 words of prose and 40 cells."""
+    upper = int(re.split(r"[–-]", _stated_time(path))[-1])
+    assert upper <= SITTING_MINUTES, f"{path.name} states up to {upper} minutes; split it (one sitting: {SITTING_MINUTES})"
+    cells = json.loads(path.read_text())["cells"]
+    words = sum(len("".join(c["source"]).split()) for c in cells if c["cell_type"] == "markdown")
+    assert words <= 2600, f"{path.name}: {words} words of prose (at most 2,600 per part)"
+    assert len(cells) <= 40, f"{path.name}: {len(cells)} cells (at most 40 per part)"
