@@ -15,7 +15,8 @@ Every number is computed by the same evalkit functions the notebooks teach
 the report only assembles them. The paired comparisons use the closed form of the unweighted
 CR2 sandwich and its Satterthwaite degrees of freedom, which need only each cluster's count and
 sum of differences; a test checks them against :func:`evalkit.mean_estimate` on every pair. The
-lesson that reads one report line by line is notebook ``09.1-your-own-eval-log-reading-a-report`` (and the two parts after it).
+lesson that reads one report line by line is notebook ``09.1-your-own-eval-log-reading-a-report``
+(and the two parts after it).
 """
 
 from __future__ import annotations

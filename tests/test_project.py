@@ -381,7 +381,7 @@ SITTING_MINUTES = 45
 def test_each_part_is_one_sitting(path: pathlib.Path) -> None:
     """A part states at most about 45 minutes and keeps to 2,600 words of prose and 40 cells."""
     upper = int(re.split(r"[–-]", _stated_time(path))[-1])
-    assert upper <= SITTING_MINUTES, f"{path.name} states up to {upper} minutes; split it (one sitting: {SITTING_MINUTES})"
+    assert upper <= SITTING_MINUTES, f"{path.name} states up to {upper} minutes (one sitting: {SITTING_MINUTES})"
     cells = json.loads(path.read_text())["cells"]
     words = sum(len("".join(c["source"]).split()) for c in cells if c["cell_type"] == "markdown")
     assert words <= 2600, f"{path.name}: {words} words of prose (at most 2,600 per part)"
