@@ -18,6 +18,7 @@ import evalkit.reproduce
 from evalkit.reproduce import (
     COLUMNS,
     INCONCLUSIVE,
+    NOT_TESTED,
     NOT_REPRODUCED,
     PAPER_ALIASES,
     PAPERS,
@@ -246,7 +247,8 @@ def test_round_trip_through_save_and_report(tmp_path) -> None:
     np.testing.assert_allclose(csv["evalkit_value"], expected["evalkit_value"].astype(float))
 
     report = json.loads((out_dir / "reproduction_report.json").read_text())
-    assert report["totals"] == {"rows": 3, REPRODUCED: 2, NOT_REPRODUCED: 1, INCONCLUSIVE: 0, "with_authors_value": 0}
+    assert report["totals"] == {"rows": 3, REPRODUCED: 2, NOT_REPRODUCED: 1, INCONCLUSIVE: 0, NOT_TESTED: 0,
+                                "with_authors_value": 0}
     assert report["notebooks"] == ["00-why-the-average-lies", "01-missing-responses"]
     assert report["rows"] == expected.to_dict(orient="records")
 
@@ -256,7 +258,7 @@ def test_round_trip_through_save_and_report(tmp_path) -> None:
     assert "iid covers \\| CR covers" in md  # pipes in cells are escaped
     table_lines = [line for line in md.splitlines() if line.startswith("| MISSING")]
     assert len(table_lines) == 3
-    assert all(line.count(" | ") == 12 for line in table_lines)
+    assert all(line.count(" | ") == 13 for line in table_lines)
     assert f"- **MISSING**: {PAPERS['MISSING']}" in md  # the citation, not a file path
 
 
@@ -642,7 +644,7 @@ def test_report_shows_three_columns_and_recomputes_the_authors_verdicts(tmp_path
     line = next(line for line in md.splitlines() if "ESS at 5%" in line)
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert cells[3:6] == ["4.68", "4.27 [1]", "4.15"]
-    assert cells[9:12] == [NOT_REPRODUCED, REPRODUCED, NOT_REPRODUCED]
+    assert cells[10:13] == [NOT_REPRODUCED, REPRODUCED, NOT_REPRODUCED]
     assert "1. skbwu/efficiently-evaluating-llms @ cb93100, logs/final/cleaned/faq_summary.csv" in md
     data = json.loads((tmp_path / "out" / "reproduction_report.json").read_text())
     assert data["totals"]["with_authors_value"] == 1
@@ -665,3 +667,47 @@ def test_report_reads_row_files_written_before_the_authors_columns(tmp_path) -> 
     path.write_text(json.dumps(old))
     md = repro_report_write(tmp_path, tmp_path / "out").read_text()
     assert "1 reproduced" in md
+
+
+@pytest.mark.parametrize("value", [0.30, 0.61, 0.95])
+def test_reduced_run_without_full_size_run_is_not_tested_whatever_its_value(value: float) -> None:
+    row = one_row(paper_value="< 0.6", evalkit_value=value, tolerance=None, threshold=0.6, compare="<",
+                  reduced_run="40 of 1,111 models")
+    assert row["verdict"] == NOT_TESTED
+    assert row["reduced_run"] == "40 of 1,111 models"
+
+
+@pytest.mark.parametrize(("full", "verdict"), [(0.5, REPRODUCED), (0.7, NOT_REPRODUCED)])
+def test_reduced_run_with_full_size_run_takes_the_full_runs_verdict(full: float, verdict: str) -> None:
+    # The reduced run fails the rule (0.65 > 0.6); only the full-size run decides.
+    row = one_row(paper_value="< 0.6", evalkit_value=0.65, tolerance=None, threshold=0.6, compare="<",
+                  reduced_run="40 of 1,111 models", full_run_value=full)
+    assert row["verdict"] == verdict
+
+
+def test_reduced_run_still_needs_a_rule_and_a_text() -> None:
+    with pytest.raises(ValueError, match="no verdict rule"):
+        one_row(paper_value="small", evalkit_value=0.1, tolerance=None, reduced_run="40 models")
+    with pytest.raises(ValueError, match="reduced_run"):
+        one_row(paper_value=0.5, evalkit_value=0.5, tolerance=0.1, reduced_run="  ")
+
+
+def test_report_counts_not_tested_rows_and_reads_old_row_files(tmp_path) -> None:
+    table = ReproTable("06.2-x")
+    table.add("FAQ", "ESS", "full", 5.0, 4.2, 0.5, reduced_run="40 models")
+    table.add("FAQ", "ESS", "other", 5.0, 5.1, 0.5)
+    rows_dir = tmp_path / "rows"
+    table.save(rows_dir)
+    old = ReproTable("06.1-y")
+    old.add("FAQ", "coverage", "s", 0.9, 0.91, 0.02)
+    path = old.save(rows_dir)
+    assert path is not None
+    stored = json.loads(path.read_text())
+    for row in stored:
+        del row["reduced_run"]  # a row file written before the column existed
+    path.write_text(json.dumps(stored))
+    md = repro_report_write(rows_dir, tmp_path / "out").read_text()
+    assert "2 reproduced, 0 not reproduced, 0 inconclusive, 1 not tested at full size" in md
+    assert "| 40 models | not tested at full size |" in md
+    shown = table.show()
+    assert list(shown["verdict"]) == [NOT_TESTED, REPRODUCED] and "reduced_run" in shown.columns

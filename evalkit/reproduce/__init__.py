@@ -21,6 +21,11 @@ recomputes it from the saved values and refuses a row file whose stored verdict 
     The row carries a Monte Carlo standard error ``mcse`` and ``evalkit_value`` lies within
     ``2 * mcse`` of the edge the rule compares against (``threshold``, or ``paper_value``
     plus or minus ``tolerance``): the simulation is too short to tell.
+``"not tested at full size"``
+    The row's run is smaller than the paper's (``reduced_run`` says how: fewer models, trials
+    or queries) and no run at the paper's size is given. The row still shows the value; a
+    reduced run can neither reproduce a number that depends on the size nor refute it. With
+    ``full_run_value`` (the run at the paper's size) the verdict is that run's alone.
 
 The rule of a row is, in this order:
 
@@ -76,6 +81,7 @@ __all__ = [
     "COLUMNS",
     "INCONCLUSIVE",
     "NOT_REPRODUCED",
+    "NOT_TESTED",
     "PAPERS",
     "PAPER_ALIASES",
     "REPORT_DIR_ENV",
@@ -96,7 +102,10 @@ NOT_REPRODUCED = "not reproduced"
 INCONCLUSIVE = "inconclusive"
 """Verdict of a simulated row whose value is within 2 Monte Carlo SEs of the rule's edge."""
 
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
+NOT_TESTED = "not tested at full size"
+"""Verdict of a row whose run is smaller than the paper's and has no full-size run beside it."""
+
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTED)
 """Every verdict a row can have."""
 
 PAPERS: Mapping[str, str] = {
@@ -159,6 +168,7 @@ COLUMNS = (
     "holds",
     "mcse",
     "full_run_value",
+    "reduced_run",
     "verdict",
     "authors_value",
     "authors_tolerance",
@@ -171,7 +181,8 @@ COLUMNS = (
 
 _COMPUTED = ("notebook", "verdict", "authors_verdict", "authors_vs_paper")
 _INPUTS = tuple(c for c in COLUMNS if c not in _COMPUTED)
-_OPTIONAL = ("authors_value", "authors_tolerance", "authors_source", "authors_verdict", "authors_vs_paper")
+_OPTIONAL = ("reduced_run", "authors_value", "authors_tolerance", "authors_source", "authors_verdict",
+             "authors_vs_paper")
 """Columns a row file written before the three-column report may lack (read as None)."""
 
 AUTHORS_SOURCE_KEYS = ("repository", "commit", "file", "how")
@@ -264,8 +275,19 @@ def _verdict(
     compare: str | None = None,
     mcse: float | None = None,
     full_run_value: float | None = None,
+    reduced_run: str | None = None,
 ) -> str:
     """The verdict of one row, from its values (the rules are in the module docstring)."""
+    if reduced_run is not None:
+        if full_run_value is None:
+            if _rule(evalkit_value, paper_value, tolerance, threshold, compare) is None and holds is None:
+                raise ValueError(
+                    "this row has no verdict rule: give holds=True/False, or give both paper_value and "
+                    "tolerance as numbers, or threshold and compare"
+                )
+            return NOT_TESTED
+        # The reduced run does not speak for the paper's size; the full-size run alone decides.
+        return _verdict(paper_value, full_run_value, tolerance, None, threshold=threshold, compare=compare)
     applied = _rule(evalkit_value, paper_value, tolerance, threshold, compare)
     if applied is None:
         if holds is None:
@@ -318,6 +340,7 @@ def _make_row(
     compare: object = None,
     mcse: object = None,
     full_run_value: object = None,
+    reduced_run: object = None,
     authors_value: object = None,
     authors_tolerance: object = None,
     authors_source: object = None,
@@ -357,8 +380,10 @@ def _make_row(
         raise ValueError("give threshold and compare together (e.g. threshold=0.60, compare='<'), or neither")
     mc = _optional_float(mcse, "mcse", non_negative=True)
     full = _optional_float(full_run_value, "full_run_value")
+    reduced = None if reduced_run is None else _text(reduced_run, "reduced_run")
 
-    verdict = _verdict(pv, ev, tol, holds, threshold=thr, compare=compare, mcse=mc, full_run_value=full)  # type: ignore[arg-type]
+    verdict = _verdict(pv, ev, tol, holds, threshold=thr, compare=compare, mcse=mc,  # type: ignore[arg-type]
+                       full_run_value=full, reduced_run=reduced)
     av, atol, asrc, a_verdict, a_vs_paper = _authors(pv, ev, tol, thr, None if compare is None else str(compare),
                                                      mc, authors_value, authors_tolerance, authors_source)
     return {
@@ -374,6 +399,7 @@ def _make_row(
         "holds": holds,
         "mcse": mc,
         "full_run_value": full,
+        "reduced_run": reduced,
         "verdict": verdict,
         "authors_value": av,
         "authors_tolerance": atol,
@@ -537,6 +563,7 @@ class ReproTable:
         compare: str | None = None,
         mcse: float | None = None,
         full_run_value: float | None = None,
+        reduced_run: str | None = None,
         authors_value: float | None = None,
         authors_tolerance: float | None = None,
         authors_source: Mapping[str, str] | None = None,
@@ -577,7 +604,13 @@ class ReproTable:
             the rule's edge (``threshold``, or ``paper_value +/- tolerance``).
         full_run_value : float, optional
             The value a longer run (e.g. ``EVALKIT_FULL=1``) gave for the same setting. The row
-            cannot be "reproduced" unless this value passes the rule too.
+            cannot be "reproduced" unless this value passes the rule too. With ``reduced_run``
+            it is the run at the paper's size, and it alone decides the verdict.
+        reduced_run : str, optional
+            How this row's run is smaller than the paper's (e.g. ``"40 of 1,111 test models, 3
+            trials"``). Without ``full_run_value`` the verdict is ``"not tested at full size"``,
+            whatever ``evalkit_value`` is: a number that depends on the run's size is neither
+            reproduced nor refuted by a smaller run.
         authors_value : float, optional
             The same number from the authors' released code or results (the third column).
         authors_tolerance : float, optional
@@ -599,7 +632,8 @@ class ReproTable:
         row = _make_row(
             self.notebook, paper, claim, setting, paper_value, evalkit_value, tolerance, holds, note,
             threshold=threshold, compare=compare, mcse=mcse, full_run_value=full_run_value,
-            authors_value=authors_value, authors_tolerance=authors_tolerance, authors_source=authors_source,
+            reduced_run=reduced_run, authors_value=authors_value, authors_tolerance=authors_tolerance,
+            authors_source=authors_source,
         )
         key = (row["paper"], row["claim"], row["setting"])
         for i, old in enumerate(self._rows):
@@ -621,6 +655,7 @@ class ReproTable:
         data = {column: [row[column] for row in self._rows] for column in COLUMNS}
         frame = pd.DataFrame(data, columns=list(COLUMNS))
         for column in ("paper_value", "tolerance", "threshold", "compare", "holds", "mcse", "full_run_value",
+                       "reduced_run",
                        "authors_value", "authors_tolerance", "authors_source", "authors_verdict",
                        "authors_vs_paper"):
             frame[column] = pd.Series(data[column], index=frame.index, dtype=object)
@@ -639,7 +674,7 @@ class ReproTable:
         -------
         ReproFrame
             ``paper, claim, setting, paper_value, evalkit_value, tolerance, verdict, note``, plus
-            ``mcse`` and ``full_run_value`` when some row has them, and ``authors_value,
+            ``mcse``, ``full_run_value`` and ``reduced_run`` when some row has them, and ``authors_value,
             authors_verdict, authors_vs_paper, authors_source`` when some row has an authors'
             value. Numbers are text with 4 significant digits (whole numbers as integers), so
             the displayed table is stable across platforms; a threshold claim shows as
@@ -647,7 +682,7 @@ class ReproTable:
         """
         self.save(directory)
         columns = ["paper", "claim", "setting", "paper_value", "evalkit_value", "tolerance", "verdict", "note"]
-        extra = [c for c in ("mcse", "full_run_value") if any(row[c] is not None for row in self._rows)]
+        extra = [c for c in ("mcse", "full_run_value", "reduced_run") if any(row[c] is not None for row in self._rows)]
         authors = any(row["authors_value"] is not None for row in self._rows)
         three = ["authors_value", "authors_verdict", "authors_vs_paper", "authors_source"] if authors else []
         data: dict[str, list[str]] = {c: [] for c in columns[:6] + extra + columns[6:7] + three + columns[7:]}
@@ -749,7 +784,8 @@ def _totals(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
 
 def _markdown(by_notebook: Mapping[str, list[dict[str, Any]]], totals: Mapping[str, int]) -> str:
     headers = ["paper", "claim", "setting", "paper value", "authors' value", "evalkit value", "tolerance", "MCSE",
-               "full run", "verdict (evalkit vs paper)", "evalkit vs authors", "authors vs paper", "note"]
+               "full run", "reduced run", "verdict (evalkit vs paper)", "evalkit vs authors", "authors vs paper",
+               "note"]
     lines = [
         "# evalkit reproduction report",
         "",
@@ -758,12 +794,14 @@ def _markdown(by_notebook: Mapping[str, list[dict[str, Any]]], totals: Mapping[s
         "each notebook saves with `evalkit.ReproTable`; every verdict is recomputed from the values.",
         "A row is *inconclusive* when its simulated value lies within 2 Monte Carlo standard errors",
         "(MCSE) of the paper's threshold; *full run* is the value of a longer run of the same setting.",
+        "A row is *not tested at full size* when its run is smaller than the paper's (*reduced run* says",
+        "how) and no run at the paper's size is given: its value is shown, but it decides nothing.",
         "Where the authors released code or results, *authors' value* is their number (its source is",
         "listed under the table), *evalkit vs authors* compares evalkit with it and *authors vs paper*",
         "says whether the authors' own code or logs give the paper's number.",
         "",
         f"**Totals: {totals[REPRODUCED]} reproduced, {totals[NOT_REPRODUCED]} not reproduced, "
-        f"{totals[INCONCLUSIVE]} inconclusive** "
+        f"{totals[INCONCLUSIVE]} inconclusive, {totals[NOT_TESTED]} not tested at full size** "
         f"({totals['rows']} rows from {len(by_notebook)} notebook{'' if len(by_notebook) == 1 else 's'}).",
     ]
     used: list[str] = []
@@ -781,7 +819,7 @@ def _markdown(by_notebook: Mapping[str, list[dict[str, Any]]], totals: Mapping[s
                 sources.append(f"{len(sources) + 1}. {_format_source(row['authors_source'])}")
                 author = f"{author} [{len(sources)}]"
             cells = [row["paper"], row["claim"], row["setting"], row["paper_value"], author, row["evalkit_value"],
-                     _display_tolerance(row), row["mcse"], row["full_run_value"], row["verdict"],
+                     _display_tolerance(row), row["mcse"], row["full_run_value"], row["reduced_run"], row["verdict"],
                      row["authors_verdict"], row["authors_vs_paper"], row["note"]]
             lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
             if row["paper"] not in used:

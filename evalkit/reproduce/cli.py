@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from . import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, repro_report_write
+from . import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, REPRODUCED, repro_report_write
 
 __all__ = ["main"]
 
@@ -37,6 +37,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     totals = json.loads(md_path.with_suffix(".json").read_text(encoding="utf-8"))["totals"]
     print(
         f"wrote {md_path} (+ .json, .csv): {totals[REPRODUCED]} reproduced, {totals[NOT_REPRODUCED]} not reproduced, "
-        f"{totals[INCONCLUSIVE]} inconclusive"
+        f"{totals[INCONCLUSIVE]} inconclusive, {totals[NOT_TESTED]} not tested at full size"
     )
     return 0
