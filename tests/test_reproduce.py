@@ -18,8 +18,8 @@ import evalkit.reproduce
 from evalkit.reproduce import (
     COLUMNS,
     INCONCLUSIVE,
-    NOT_TESTED,
     NOT_REPRODUCED,
+    NOT_TESTED,
     PAPER_ALIASES,
     PAPERS,
     REPRODUCED,
