@@ -1,4 +1,4 @@
-"""Benchmark of one widget redraw (notebooks 00.2, 03 and 05): is each at most about 2 s on 2 cores?
+"""Benchmark of one widget redraw (notebooks 00.3, 03 and 05): is each at most about 2 s on 2 cores?
 
 Usage::
 
@@ -7,13 +7,13 @@ Usage::
 
 Rows:
 
-* ``coverage, old path``: what notebook 00.2's widget did before: :func:`evalkit.mc_coverage_clustered`
+* ``coverage, old path``: what notebook 00.3's widget did before: :func:`evalkit.mc_coverage_clustered`
   (``mc_run`` over ``simulate_clustered`` and ``mean_estimate``, one replication at a time), 200
   replications of one balanced design, at 100 clusters x 200 items (20 x 25 with ``--quick``). It is
   the baseline: every other row prints its time as a ratio to this one, measured in the same process.
 * ``coverage_study, same setting``: :func:`evalkit.coverage_study` (all replications at once) on the
   same setting, 200 replications, one design.
-* ``widget_coverage_redraw``: one redraw of notebook 00.2's widget (three designs, 400 replications
+* ``widget_coverage_redraw``: one redraw of notebook 00.3's widget (three designs, 400 replications
   each, plus the figure) at its defaults and at the largest setting it offers (50 x 50).
 * ``missing_explore (nb 03)``: one redraw of notebook 03's widget (``missing_explore(n_reps=30)``, the
   call the notebook makes) at its defaults and at 100 clusters.
