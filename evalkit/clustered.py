@@ -13,7 +13,7 @@ Paper: [MISSING] (Handling Missing Responses under Cluster Dependence), the "Var
 standard errors for linear regression with multi-stage samples", Survey Methodology 28(2);
 Pustejovsky and Tipton (2018), "Small-sample methods for cluster-robust variance estimation and
 hypothesis testing in fixed effects models", JBES 36(4); Carter, Schnepel and Steigerwald (2017),
-REStat 99(4). Notebooks ``00.1-why-the-average-lies`` to ``00.4-comparing-models-on-a-leaderboard``
+REStat 99(4). Notebooks ``00.1-why-the-average-lies`` to ``00.6-comparing-models-on-a-leaderboard``
 teach this module.
 """
 
@@ -423,7 +423,7 @@ def clusters_effective(clusters: npt.ArrayLike, *, weights: npt.ArrayLike | None
     >>> clusters_effective(np.repeat(np.arange(12), 50))
     12.0
 
-    Notebook: ``00.2-coverage-and-effective-clusters`` (and ``00.3-clustered-intervals-on-mmlu-pro``).
+    Notebook: ``00.3-coverage-and-effective-clusters`` (and ``00.5-nested-clusterings-on-mmlu-pro``).
     """
     if not 0.0 <= rho <= 1.0:
         raise EvalkitInputError("rho", f"rho must be in [0, 1], got {rho}")
@@ -669,7 +669,7 @@ def paired_estimate(y_a: npt.ArrayLike, y_b: npt.ArrayLike, clusters: npt.ArrayL
     cluster-robust variance of the per-item differences (:func:`mean_estimate`, including its
     Satterthwaite df for CR2 and its design warnings).
 
-    Paper: [MISSING]; notebook ``00.4-comparing-models-on-a-leaderboard`` teaches it.
+    Paper: [MISSING]; notebook ``00.6-comparing-models-on-a-leaderboard`` teaches it.
 
     Parameters
     ----------
@@ -726,7 +726,7 @@ def coverage_study(*, designs: str | npt.ArrayLike | Sequence[str | npt.ArrayLik
                    dominant_share: float = 0.8, beta_x: float = 0.0) -> pd.DataFrame:
     """Coverage of i.i.d. and cluster-robust intervals for a mean over cluster-size designs.
 
-    The study behind notebook ``00.2-coverage-and-effective-clusters``: for each design, draw ``n_reps``
+    The study behind notebook ``00.3-coverage-and-effective-clusters``: for each design, draw ``n_reps``
     benchmarks of ``n_clusters`` clusters with expected accuracy ``mean`` and observed-scale ICC
     ``icc`` (the outcome model of :func:`evalkit.simulate_clustered`), compute each interval and
     count how often it covers ``mean``. The cluster sizes are fixed per design (a benchmark's
@@ -785,7 +785,7 @@ def coverage_study(*, designs: str | npt.ArrayLike | Sequence[str | npt.ArrayLik
           CR1      0.22    19.00
           CR2      0.96     1.52
 
-    Notebook: ``00.2-coverage-and-effective-clusters``.
+    Notebook: ``00.3-coverage-and-effective-clusters``.
     """
     from .simulate import _outcomes_draw, _sizes_resolve, simulate_calibrate
 

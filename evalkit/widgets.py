@@ -243,7 +243,7 @@ def widget_coverage_redraw(icc: float = 0.1, n_clusters: int = 10, cluster_size:
                            show: bool = True) -> Any:
     """Coverage and width of i.i.d., CR1 and CR2 intervals in three cluster-size designs.
 
-    The view behind notebook 00.2's widget ([MISSING]; Bell and McCaffrey 2002): for balanced,
+    The view behind notebook 00.3's widget ([MISSING]; Bell and McCaffrey 2002): for balanced,
     skewed (log-normal) and one-dominant cluster sizes with ``n_clusters`` clusters of average
     size ``cluster_size``, :func:`evalkit.coverage_study` draws ``n_reps`` benchmarks at the given
     ICC and scores the i.i.d. interval (``t_{n-1}``), CR1 with ``t_{M-1}`` and CR2 with the
@@ -329,7 +329,7 @@ def widget_coverage_redraw(icc: float = 0.1, n_clusters: int = 10, cluster_size:
 
 
 def widget_coverage(**defaults: Any) -> Any:
-    """The live widget of notebook 00.2: :func:`widget_coverage_redraw` over feasible settings.
+    """The live widget of notebook 00.3: :func:`widget_coverage_redraw` over feasible settings.
 
     Parameters
     ----------
