@@ -808,6 +808,7 @@ def _faq_batch(Z: np.ndarray, factors: ActiveFactors, budget: int, params: Activ
     log_pm = np.empty((B, n_b))  # (1/N) sum_j p_j^(t-1)
     cvar = np.empty((B, n_b))  # model-based conditional variance of phi_t (faq_weighted)
     tr_q: list[np.ndarray] = []
+    tr_p: list[np.ndarray] = []
     half = _FLOAT(0.5)
     quarter = _FLOAT(0.25)
     one = _FLOAT(1)
@@ -863,6 +864,7 @@ def _faq_batch(Z: np.ndarray, factors: ActiveFactors, budget: int, params: Activ
             if drawn is not None:
                 qt[drawn[:, :N]] = 0
             tr_q.append(qt)
+            tr_p.append(0.5 * (1.0 + th[:, :N].astype(float)))  # p^(t-1), the predictions q_t was built from
         if drawn is not None:
             drawn[rows, idx] = True
         p_i = 0.5 * (1.0 + th[rows, idx].astype(float))
@@ -883,7 +885,7 @@ def _faq_batch(Z: np.ndarray, factors: ActiveFactors, budget: int, params: Activ
             a = np.matmul(Sv_scaled.astype(_FLOAT), VT32, out=upd)
             a *= a
             d -= a
-    info: dict[str, Any] = {"q": tr_q} if trace else {}
+    info: dict[str, Any] = {"q": tr_q, "p": tr_p} if trace else {}
     if weighted:
         phi = log_pm + (log_z - log_p) / (N * log_q)
         a_t = 1.0 / cvar
@@ -1130,3 +1132,24 @@ def active_sampling_trace(z: npt.ArrayLike, factors: ActiveFactors, budget: int,
     _, _, info = _faq_batch(arr, factors, int(budget), run_prm, _rngs(seed, 1, 1), replace_draws=replace,
                             weighted=False, variance="source", trace=True)
     return np.concatenate(info["q"], axis=0)
+
+
+def _sampling_trace_with_predictions(z: npt.ArrayLike, factors: ActiveFactors, budget: int, *,
+                                     params: ActiveParams | None = None, seed: int = 0, replace: bool = True
+                                     ) -> tuple[np.ndarray, np.ndarray]:
+    """As :func:`active_sampling_trace`, with the predictions ``p^(t-1)`` each ``q_t`` was built from.
+
+    Returns two (budget, n_items) arrays: row ``t - 1`` of the first is ``q_t``, of the second the
+    model's predicted P(correct) of every item after ``t - 1`` queries.
+    """
+    arr = _check_outcomes(z, factors.n_items, "z")
+    if arr.shape[0] != 1:
+        raise EvalkitInputError("z", f"the sampling trace takes one model's outcome vector, got shape {arr.shape}")
+    N = arr.shape[1]
+    budget = check_budget(budget, N - 1)
+    check_seed(seed)
+    prm = params if params is not None else ActiveParams()
+    run_prm = _effective_params(prm, int(budget))
+    _, _, info = _faq_batch(arr, factors, int(budget), run_prm, _rngs(seed, 1, 1), replace_draws=replace,
+                            weighted=False, variance="source", trace=True)
+    return np.concatenate(info["q"], axis=0), np.concatenate(info["p"], axis=0)

@@ -37,11 +37,11 @@ from .active import (
     Interval,
     _check_history,
     _check_outcomes,
+    _sampling_trace_with_predictions,
     _sigmoid,
     active_factor_cv,
     active_factor_fit,
     active_run,
-    active_sampling_trace,
 )
 from .errors import EvalkitInputError
 from .montecarlo import mc_summarise
@@ -595,8 +595,9 @@ def active_plot_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, pa
                     replace: bool = True, seed: int = 0, n_show: int = 25) -> Any:
     """Run uniform sampling and FAQ on the rows of ``Z`` and draw what happened (widget body).
 
-    Left: where FAQ spent its budget for the first model (the final ``q_t`` against the model's
-    predicted difficulty of each item, with the uniform ``1/N`` line). Right: intervals of the first
+    Left: where FAQ spends its last query for the first model (the final ``q_t`` against the
+    predictions it was built from, those of the factor model after ``budget - 1`` queries, with
+    the uniform ``1/N`` line and the floor). Right: intervals of the first
     ``n_show`` models, uniform and FAQ, with the truth. The title gives the pooled ESS and the
     coverage over all rows of ``Z`` as a count with its exact (Clopper-Pearson) 95% interval: with
     one run per model, 20 models cannot tell 95% from 85%. The axes are fixed (``q_t x N`` from 0
@@ -628,9 +629,11 @@ def active_plot_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, pa
     method = "faq" if replace else "faq_norep"
     runs = [active_run(arr, factors, budget, method=m, params=params, seed=seed) for m in ("uniform", method)]
     table = active_evaluate(runs, n_boot=200, seed=seed)
-    q = active_sampling_trace(arr[0], factors, budget, params=params, seed=seed, replace=replace)[-1]
+    q_tr, p_tr = _sampling_trace_with_predictions(arr[0], factors, budget, params=params, seed=seed,
+                                                  replace=replace)
+    # the last q_t against the predictions it was built from (after budget - 1 queries), not the prior's
+    q, p0 = q_tr[-1], p_tr[-1]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.4))
-    p0 = factors.predict()
     qn = q * factors.n_items
     top = ACTIVE_PLOT_QN_MAX
     a1.scatter(p0, np.minimum(qn, top), s=4, alpha=0.4, color=ACTIVE_COLORS[method], clip_on=False)
@@ -638,7 +641,8 @@ def active_plot_run(Z: npt.ArrayLike, factors: ActiveFactors, budget: int, *, pa
     a1.axhline(float(params.tau) if params is not None else ActiveParams().tau, color=PALETTE["neutral"], ls=":",
                lw=1, label="floor τ (least an item can get)")
     n_top = int(np.sum(qn > top))
-    a1.set(xlabel="prior predicted P(correct) of the item", ylabel="q_t(item) x N at the last step",
+    a1.set(xlabel="FAQ's predicted P(correct) of the item at the last step",
+           ylabel="q_t(item) x N at the last step",
            xlim=(0, 1), ylim=(0, top),
            title="Where FAQ spends its budget (model 1)" + (f"\n{n_top} items above {top:g}, drawn at the top"
                                                             if n_top else ""))

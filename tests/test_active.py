@@ -368,6 +368,31 @@ def test_plot_run_draws(world):
     assert fig.axes[0].get_ylim() == (0.0, 3.0) and "95% CI" in fig.axes[1].get_title()
 
 
+def test_plot_run_left_panel_uses_the_predictions_the_last_q_was_built_from(world):
+    """Intent: the left panel plots the final q_t against the factor model's predictions at that step.
+
+    At the last step the hybrid sampler is the oracle score on the current predictions,
+    q_t(j) = tau / N + (1 - tau) sqrt(p_j (1 - p_j)) / sum_k sqrt(p_k (1 - p_k)), so the plotted
+    (x, y) pairs must satisfy it exactly; the prior's predictions (the old x-axis) do not.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from evalkit.active_evaluation import ACTIVE_PLOT_QN_MAX, active_plot_run
+
+    prm = ActiveParams()
+    fig = active_plot_run(world["Z"][:5], world["fac"], 30, params=prm, seed=0)
+    xy = fig.axes[0].collections[0].get_offsets()
+    x, y = np.asarray(xy[:, 0], float), np.asarray(xy[:, 1], float)
+    n = world["fac"].n_items
+    assert len(x) == n
+    s = np.sqrt(x * (1 - x))
+    expected = prm.tau + (1 - prm.tau) * n * s / s.sum()
+    inside = expected < ACTIVE_PLOT_QN_MAX
+    np.testing.assert_allclose(y[inside], expected[inside], rtol=1e-4, atol=1e-6)
+    assert not np.allclose(x, world["fac"].predict())  # after 29 queries the predictions have moved
+
+
 # --- the source's settings, its uniform baseline and ESS, and the small-n_b interval ----------
 
 
