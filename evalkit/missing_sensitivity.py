@@ -3,7 +3,7 @@
 Under MAR a missing answer is correct with the probability that a comparable answered item is;
 the analysis shifts that log-odds by ``delta`` and asks where a conclusion tips.
 
-Paper: [MISSING]. Taught in ``notebooks/03.3-missing-responses-claims-widths-and-mnar.ipynb`` and
+Paper: [MISSING]. Taught in ``notebooks/03.4-missing-responses-claims-widths-and-mnar.ipynb`` and
 ``04.3-missing-reasons-and-a-tipping-point.ipynb``.
 """
 
@@ -120,7 +120,7 @@ def sensitivity_delta(correct: npt.ArrayLike, clusters: npt.ArrayLike | None = N
     >>> t["estimate"].round(3).tolist()
     [0.536, 0.576, 0.617]
 
-    Taught in ``notebooks/03.3-missing-responses-claims-widths-and-mnar.ipynb`` and
+    Taught in ``notebooks/03.4-missing-responses-claims-widths-and-mnar.ipynb`` and
     ``04.3-missing-reasons-and-a-tipping-point.ipynb``.
     """
     check_alpha(alpha)

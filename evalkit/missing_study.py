@@ -1,7 +1,7 @@
 """The simulation study of [MISSING] (docs/methods/missing-responses.md) and the teaching widget built on it.
 
-Paper: [MISSING]. Taught in ``notebooks/03.1-missing-responses-claims-bias-and-coverage.ipynb`` (the study) and
-``notebooks/03.4-missing-responses-claims-anecdote.ipynb`` (its widget).
+Paper: [MISSING]. Taught in ``notebooks/03.1-missing-responses-claims-bias.ipynb`` (the study) and
+``notebooks/03.5-missing-responses-claims-anecdote.ipynb`` (its widget).
 """
 
 from __future__ import annotations
@@ -198,7 +198,7 @@ def missing_explore(icc: float = 0.2, n_clusters: int = 20, mechanism: str = "ma
                     n_reps: int = 40, n_items: int = 1000, seed: int = 20251201) -> Any:
     """Draw one setting of the missing-responses study: bias and coverage per estimator, and one replication's weights.
 
-    The function behind the widget of ``notebooks/03.4-missing-responses-claims-anecdote.ipynb``: it runs
+    The function behind the widget of ``notebooks/03.5-missing-responses-claims-anecdote.ipynb``: it runs
     :func:`missing_study` for one scenario (``n_reps`` replications, expected accuracy 0.5) and
     draws three panels: the bias of each estimator with a 2-Monte-Carlo-SE bar, its coverage
     with a 2-Monte-Carlo-SE bar (binomial) against the 95% line, and the raw inverse-propensity
