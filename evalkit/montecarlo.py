@@ -495,8 +495,8 @@ def mc_coverage_clustered(*, icc: float, n_clusters: int, cluster_size: int, mea
                           executor: concurrent.futures.Executor | None = None) -> pd.DataFrame:
     """Coverage, width and bias of i.i.d. and cluster-robust intervals for one simulated setting.
 
-    The study behind notebook 00.2 (and 00.3 for unequal sizes): draw a clustered benchmark with a known expected accuracy
-    ``mean`` and ICC (:func:`evalkit.simulate_clustered`), compute each interval kind with
+    The study behind notebook 00.2 (and 00.3 for unequal sizes): draw a clustered benchmark with a
+    known expected accuracy ``mean`` and ICC (:func:`evalkit.simulate_clustered`), compute each interval kind with
     :func:`evalkit.mean_estimate`, and summarise with :func:`mc_summarise`. ``executor`` is
     passed to :func:`mc_run` (the functions are picklable).
 
