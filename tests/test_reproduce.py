@@ -670,31 +670,31 @@ def test_report_reads_row_files_written_before_the_authors_columns(tmp_path) -> 
 
 
 @pytest.mark.parametrize("value", [0.30, 0.61, 0.95])
-def test_reduced_run_without_full_size_run_is_not_tested_whatever_its_value(value: float) -> None:
+def test_not_tested_because_without_full_size_run_is_not_tested_whatever_its_value(value: float) -> None:
     row = one_row(paper_value="< 0.6", evalkit_value=value, tolerance=None, threshold=0.6, compare="<",
-                  reduced_run="40 of 1,111 models")
+                  not_tested_because="40 of 1,111 models")
     assert row["verdict"] == NOT_TESTED
-    assert row["reduced_run"] == "40 of 1,111 models"
+    assert row["not_tested_because"] == "40 of 1,111 models"
 
 
 @pytest.mark.parametrize(("full", "verdict"), [(0.5, REPRODUCED), (0.7, NOT_REPRODUCED)])
-def test_reduced_run_with_full_size_run_takes_the_full_runs_verdict(full: float, verdict: str) -> None:
+def test_not_tested_because_with_full_size_run_takes_the_full_runs_verdict(full: float, verdict: str) -> None:
     # The reduced run fails the rule (0.65 > 0.6); only the full-size run decides.
     row = one_row(paper_value="< 0.6", evalkit_value=0.65, tolerance=None, threshold=0.6, compare="<",
-                  reduced_run="40 of 1,111 models", full_run_value=full)
+                  not_tested_because="40 of 1,111 models", full_run_value=full)
     assert row["verdict"] == verdict
 
 
-def test_reduced_run_still_needs_a_rule_and_a_text() -> None:
+def test_not_tested_because_still_needs_a_rule_and_a_text() -> None:
     with pytest.raises(ValueError, match="no verdict rule"):
-        one_row(paper_value="small", evalkit_value=0.1, tolerance=None, reduced_run="40 models")
-    with pytest.raises(ValueError, match="reduced_run"):
-        one_row(paper_value=0.5, evalkit_value=0.5, tolerance=0.1, reduced_run="  ")
+        one_row(paper_value="small", evalkit_value=0.1, tolerance=None, not_tested_because="40 models")
+    with pytest.raises(ValueError, match="not_tested_because"):
+        one_row(paper_value=0.5, evalkit_value=0.5, tolerance=0.1, not_tested_because="  ")
 
 
 def test_report_counts_not_tested_rows_and_reads_old_row_files(tmp_path) -> None:
     table = ReproTable("06.2-x")
-    table.add("FAQ", "ESS", "full", 5.0, 4.2, 0.5, reduced_run="40 models")
+    table.add("FAQ", "ESS", "full", 5.0, 4.2, 0.5, not_tested_because="40 models")
     table.add("FAQ", "ESS", "other", 5.0, 5.1, 0.5)
     rows_dir = tmp_path / "rows"
     table.save(rows_dir)
@@ -704,10 +704,10 @@ def test_report_counts_not_tested_rows_and_reads_old_row_files(tmp_path) -> None
     assert path is not None
     stored = json.loads(path.read_text())
     for row in stored:
-        del row["reduced_run"]  # a row file written before the column existed
+        del row["not_tested_because"]  # a row file written before the column existed
     path.write_text(json.dumps(stored))
     md = repro_report_write(rows_dir, tmp_path / "out").read_text()
-    assert "2 reproduced, 0 not reproduced, 0 inconclusive, 1 not tested at full size" in md
-    assert "| 40 models | not tested at full size |" in md
+    assert "2 reproduced, 0 not reproduced, 0 inconclusive, 1 not tested in the paper's setting" in md
+    assert "| 40 models | not tested in the paper's setting |" in md
     shown = table.show()
-    assert list(shown["verdict"]) == [NOT_TESTED, REPRODUCED] and "reduced_run" in shown.columns
+    assert list(shown["verdict"]) == [NOT_TESTED, REPRODUCED] and "not_tested_because" in shown.columns

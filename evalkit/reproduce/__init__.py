@@ -21,11 +21,12 @@ recomputes it from the saved values and refuses a row file whose stored verdict 
     The row carries a Monte Carlo standard error ``mcse`` and ``evalkit_value`` lies within
     ``2 * mcse`` of the edge the rule compares against (``threshold``, or ``paper_value``
     plus or minus ``tolerance``): the simulation is too short to tell.
-``"not tested at full size"``
-    The row's run is smaller than the paper's (``reduced_run`` says how: fewer models, trials
-    or queries) and no run at the paper's size is given. The row still shows the value; a
-    reduced run can neither reproduce a number that depends on the size nor refute it. With
-    ``full_run_value`` (the run at the paper's size) the verdict is that run's alone.
+``"not tested in the paper's setting"``
+    The row's run is not the paper's setting, and ``not_tested_because`` says how and why that
+    matters: a smaller run (fewer models, trials or queries) for a number that depends on the
+    size, a claim that names no setting tested at settings evalkit chose, other data. The row
+    still shows the value, but such a run can neither reproduce the claim nor refute it. With
+    ``full_run_value`` (a run in the paper's setting) the verdict is that run's alone.
 
 The rule of a row is, in this order:
 
@@ -102,8 +103,8 @@ NOT_REPRODUCED = "not reproduced"
 INCONCLUSIVE = "inconclusive"
 """Verdict of a simulated row whose value is within 2 Monte Carlo SEs of the rule's edge."""
 
-NOT_TESTED = "not tested at full size"
-"""Verdict of a row whose run is smaller than the paper's and has no full-size run beside it."""
+NOT_TESTED = "not tested in the paper's setting"
+"""Verdict of a row whose run is not in the paper's setting (and has no run in it beside it)."""
 
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTED)
 """Every verdict a row can have."""
@@ -168,7 +169,7 @@ COLUMNS = (
     "holds",
     "mcse",
     "full_run_value",
-    "reduced_run",
+    "not_tested_because",
     "verdict",
     "authors_value",
     "authors_tolerance",
@@ -181,7 +182,7 @@ COLUMNS = (
 
 _COMPUTED = ("notebook", "verdict", "authors_verdict", "authors_vs_paper")
 _INPUTS = tuple(c for c in COLUMNS if c not in _COMPUTED)
-_OPTIONAL = ("reduced_run", "authors_value", "authors_tolerance", "authors_source", "authors_verdict",
+_OPTIONAL = ("not_tested_because", "authors_value", "authors_tolerance", "authors_source", "authors_verdict",
              "authors_vs_paper")
 """Columns a row file written before the three-column report may lack (read as None)."""
 
@@ -275,10 +276,10 @@ def _verdict(
     compare: str | None = None,
     mcse: float | None = None,
     full_run_value: float | None = None,
-    reduced_run: str | None = None,
+    not_tested_because: str | None = None,
 ) -> str:
     """The verdict of one row, from its values (the rules are in the module docstring)."""
-    if reduced_run is not None:
+    if not_tested_because is not None:
         if full_run_value is None:
             if _rule(evalkit_value, paper_value, tolerance, threshold, compare) is None and holds is None:
                 raise ValueError(
@@ -286,7 +287,7 @@ def _verdict(
                     "tolerance as numbers, or threshold and compare"
                 )
             return NOT_TESTED
-        # The reduced run does not speak for the paper's size; the full-size run alone decides.
+        # A run outside the paper's setting does not speak for it; the run in that setting alone decides.
         return _verdict(paper_value, full_run_value, tolerance, None, threshold=threshold, compare=compare)
     applied = _rule(evalkit_value, paper_value, tolerance, threshold, compare)
     if applied is None:
@@ -340,7 +341,7 @@ def _make_row(
     compare: object = None,
     mcse: object = None,
     full_run_value: object = None,
-    reduced_run: object = None,
+    not_tested_because: object = None,
     authors_value: object = None,
     authors_tolerance: object = None,
     authors_source: object = None,
@@ -380,10 +381,10 @@ def _make_row(
         raise ValueError("give threshold and compare together (e.g. threshold=0.60, compare='<'), or neither")
     mc = _optional_float(mcse, "mcse", non_negative=True)
     full = _optional_float(full_run_value, "full_run_value")
-    reduced = None if reduced_run is None else _text(reduced_run, "reduced_run")
+    untested = None if not_tested_because is None else _text(not_tested_because, "not_tested_because")
 
     verdict = _verdict(pv, ev, tol, holds, threshold=thr, compare=compare, mcse=mc,  # type: ignore[arg-type]
-                       full_run_value=full, reduced_run=reduced)
+                       full_run_value=full, not_tested_because=untested)
     av, atol, asrc, a_verdict, a_vs_paper = _authors(pv, ev, tol, thr, None if compare is None else str(compare),
                                                      mc, authors_value, authors_tolerance, authors_source)
     return {
@@ -399,7 +400,7 @@ def _make_row(
         "holds": holds,
         "mcse": mc,
         "full_run_value": full,
-        "reduced_run": reduced,
+        "not_tested_because": untested,
         "verdict": verdict,
         "authors_value": av,
         "authors_tolerance": atol,
@@ -563,7 +564,7 @@ class ReproTable:
         compare: str | None = None,
         mcse: float | None = None,
         full_run_value: float | None = None,
-        reduced_run: str | None = None,
+        not_tested_because: str | None = None,
         authors_value: float | None = None,
         authors_tolerance: float | None = None,
         authors_source: Mapping[str, str] | None = None,
@@ -604,13 +605,13 @@ class ReproTable:
             the rule's edge (``threshold``, or ``paper_value +/- tolerance``).
         full_run_value : float, optional
             The value a longer run (e.g. ``EVALKIT_FULL=1``) gave for the same setting. The row
-            cannot be "reproduced" unless this value passes the rule too. With ``reduced_run``
-            it is the run at the paper's size, and it alone decides the verdict.
-        reduced_run : str, optional
-            How this row's run is smaller than the paper's (e.g. ``"40 of 1,111 test models, 3
-            trials"``). Without ``full_run_value`` the verdict is ``"not tested at full size"``,
-            whatever ``evalkit_value`` is: a number that depends on the run's size is neither
-            reproduced nor refuted by a smaller run.
+            cannot be "reproduced" unless this value passes the rule too. With
+            ``not_tested_because`` it is the run in the paper's setting, and it alone decides.
+        not_tested_because : str, optional
+            How this row's run differs from the paper's setting, and why that matters (e.g.
+            ``"40 of 1,111 test models, 3 trials; the gain grows with the number of models"``, or
+            ``"the claim names no setting; evalkit's ICCs"``). Without ``full_run_value`` the
+            verdict is ``"not tested in the paper's setting"``, whatever ``evalkit_value`` is.
         authors_value : float, optional
             The same number from the authors' released code or results (the third column).
         authors_tolerance : float, optional
@@ -632,7 +633,7 @@ class ReproTable:
         row = _make_row(
             self.notebook, paper, claim, setting, paper_value, evalkit_value, tolerance, holds, note,
             threshold=threshold, compare=compare, mcse=mcse, full_run_value=full_run_value,
-            reduced_run=reduced_run, authors_value=authors_value, authors_tolerance=authors_tolerance,
+            not_tested_because=not_tested_because, authors_value=authors_value, authors_tolerance=authors_tolerance,
             authors_source=authors_source,
         )
         key = (row["paper"], row["claim"], row["setting"])
@@ -655,7 +656,7 @@ class ReproTable:
         data = {column: [row[column] for row in self._rows] for column in COLUMNS}
         frame = pd.DataFrame(data, columns=list(COLUMNS))
         for column in ("paper_value", "tolerance", "threshold", "compare", "holds", "mcse", "full_run_value",
-                       "reduced_run",
+                       "not_tested_because",
                        "authors_value", "authors_tolerance", "authors_source", "authors_verdict",
                        "authors_vs_paper"):
             frame[column] = pd.Series(data[column], index=frame.index, dtype=object)
@@ -674,7 +675,7 @@ class ReproTable:
         -------
         ReproFrame
             ``paper, claim, setting, paper_value, evalkit_value, tolerance, verdict, note``, plus
-            ``mcse``, ``full_run_value`` and ``reduced_run`` when some row has them, and ``authors_value,
+            ``mcse``, ``full_run_value`` and ``not_tested_because`` when some row has them, and ``authors_value,
             authors_verdict, authors_vs_paper, authors_source`` when some row has an authors'
             value. Numbers are text with 4 significant digits (whole numbers as integers), so
             the displayed table is stable across platforms; a threshold claim shows as
@@ -682,7 +683,8 @@ class ReproTable:
         """
         self.save(directory)
         columns = ["paper", "claim", "setting", "paper_value", "evalkit_value", "tolerance", "verdict", "note"]
-        extra = [c for c in ("mcse", "full_run_value", "reduced_run") if any(row[c] is not None for row in self._rows)]
+        extra = [c for c in ("mcse", "full_run_value", "not_tested_because")
+                 if any(row[c] is not None for row in self._rows)]
         authors = any(row["authors_value"] is not None for row in self._rows)
         three = ["authors_value", "authors_verdict", "authors_vs_paper", "authors_source"] if authors else []
         data: dict[str, list[str]] = {c: [] for c in columns[:6] + extra + columns[6:7] + three + columns[7:]}
@@ -784,7 +786,7 @@ def _totals(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
 
 def _markdown(by_notebook: Mapping[str, list[dict[str, Any]]], totals: Mapping[str, int]) -> str:
     headers = ["paper", "claim", "setting", "paper value", "authors' value", "evalkit value", "tolerance", "MCSE",
-               "full run", "reduced run", "verdict (evalkit vs paper)", "evalkit vs authors", "authors vs paper",
+               "full run", "not tested because", "verdict (evalkit vs paper)", "evalkit vs authors", "authors vs paper",
                "note"]
     lines = [
         "# evalkit reproduction report",
@@ -794,14 +796,15 @@ def _markdown(by_notebook: Mapping[str, list[dict[str, Any]]], totals: Mapping[s
         "each notebook saves with `evalkit.ReproTable`; every verdict is recomputed from the values.",
         "A row is *inconclusive* when its simulated value lies within 2 Monte Carlo standard errors",
         "(MCSE) of the paper's threshold; *full run* is the value of a longer run of the same setting.",
-        "A row is *not tested at full size* when its run is smaller than the paper's (*reduced run* says",
-        "how) and no run at the paper's size is given: its value is shown, but it decides nothing.",
+        "A row is *not tested in the paper's setting* when its run differs from the paper's in a way that",
+        "matters (*not tested because* says how: a smaller run, a setting the claim does not name, other",
+        "data) and no run in the paper's setting is given: its value is shown, but it decides nothing.",
         "Where the authors released code or results, *authors' value* is their number (its source is",
         "listed under the table), *evalkit vs authors* compares evalkit with it and *authors vs paper*",
         "says whether the authors' own code or logs give the paper's number.",
         "",
         f"**Totals: {totals[REPRODUCED]} reproduced, {totals[NOT_REPRODUCED]} not reproduced, "
-        f"{totals[INCONCLUSIVE]} inconclusive, {totals[NOT_TESTED]} not tested at full size** "
+        f"{totals[INCONCLUSIVE]} inconclusive, {totals[NOT_TESTED]} not tested in the paper's setting** "
         f"({totals['rows']} rows from {len(by_notebook)} notebook{'' if len(by_notebook) == 1 else 's'}).",
     ]
     used: list[str] = []
@@ -819,7 +822,8 @@ def _markdown(by_notebook: Mapping[str, list[dict[str, Any]]], totals: Mapping[s
                 sources.append(f"{len(sources) + 1}. {_format_source(row['authors_source'])}")
                 author = f"{author} [{len(sources)}]"
             cells = [row["paper"], row["claim"], row["setting"], row["paper_value"], author, row["evalkit_value"],
-                     _display_tolerance(row), row["mcse"], row["full_run_value"], row["reduced_run"], row["verdict"],
+                     _display_tolerance(row), row["mcse"], row["full_run_value"], row["not_tested_because"],
+                     row["verdict"],
                      row["authors_verdict"], row["authors_vs_paper"], row["note"]]
             lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
             if row["paper"] not in used:

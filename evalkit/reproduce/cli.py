@@ -37,6 +37,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     totals = json.loads(md_path.with_suffix(".json").read_text(encoding="utf-8"))["totals"]
     print(
         f"wrote {md_path} (+ .json, .csv): {totals[REPRODUCED]} reproduced, {totals[NOT_REPRODUCED]} not reproduced, "
-        f"{totals[INCONCLUSIVE]} inconclusive, {totals[NOT_TESTED]} not tested at full size"
+        f"{totals[INCONCLUSIVE]} inconclusive, {totals[NOT_TESTED]} not tested in the paper's setting"
     )
     return 0
