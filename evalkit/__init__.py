@@ -164,7 +164,7 @@ from .missing import (
 from .missing_dr import DRDiagnostics, DREstimate, dr_compare, dr_diagnostics_plot, dr_estimate, dr_folds
 from .missing_propensity import PropensityDiagnostics, propensity_diagnostics
 from .missing_study import STUDY_COLORS, missing_explore, missing_study
-from .montecarlo import mc_coverage_clustered, mc_run, mc_summarise, mc_tolerance
+from .montecarlo import ShareAbove, mc_coverage_clustered, mc_run, mc_share_above, mc_summarise, mc_tolerance
 from .partition import (
     Partition,
     partition_ari,
@@ -294,6 +294,8 @@ __all__ = [
     "mc_run",
     "mc_summarise",
     "mc_tolerance",
+    "mc_share_above",
+    "ShareAbove",
     "mc_coverage_clustered",
     # missing responses
     "PropensityFit",

@@ -27,13 +27,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
-from ._checks import check_int, check_positive, check_range, warn
+from ._checks import as_float_vector, check_int, check_positive, check_range, warn
 from .clustered import Estimate
 from .errors import EvalkitInputError, EvalkitInputTypeError, RangeWarning
 
-__all__ = ["mc_run", "mc_summarise", "mc_tolerance", "mc_coverage_clustered"]
+__all__ = ["mc_run", "mc_summarise", "mc_tolerance", "mc_share_above", "mc_coverage_clustered", "ShareAbove"]
 
 RUN_COLUMNS = ("rep", "estimator", "truth", "estimate", "se", "ci_low", "ci_high", "error")
 """The columns of :func:`mc_run` output, in order."""
@@ -473,6 +474,71 @@ def mc_tolerance(p: float, n_reps: int, z: float = 4.0) -> float:
     n_reps = check_int(n_reps, "n_reps", minimum=1)
     z = check_positive(z, "z")
     return z * math.sqrt(p * (1 - p) / n_reps)
+
+
+@dataclasses.dataclass(frozen=True)
+class ShareAbove:
+    """The share of simulated settings above a threshold, with its Monte Carlo SE.
+
+    Attributes
+    ----------
+    share : float
+        Share of the settings whose value lies above the threshold.
+    mcse : float
+        Monte Carlo standard error of ``share`` (see :func:`mc_share_above`).
+    n_settings : int
+        Number of settings.
+    n_undecided : int
+        Settings within 2 Monte Carlo SEs of the threshold (a longer run could put them on either side).
+    """
+
+    share: float
+    mcse: float
+    n_settings: int
+    n_undecided: int
+
+
+def mc_share_above(values: npt.ArrayLike, mcses: npt.ArrayLike, threshold: float = 0.90) -> ShareAbove:
+    """Share of simulated settings whose value (e.g. coverage) is above ``threshold``, with its Monte Carlo SE.
+
+    A claim such as "coverage above 90% in most settings" is checked as ``share > 0.5``. Each
+    setting's value carries Monte Carlo error, so the share does too: setting ``g`` lands above the
+    threshold with probability about ``p_g = Phi((v_g - threshold) / mcse_g)``, and the count above
+    has variance ``sum_g p_g (1 - p_g)``. The settings' Monte Carlo errors are treated as
+    independent (separate seeds per setting); settings that share replications make the SE an
+    approximation.
+
+    Parameters
+    ----------
+    values : array-like of float
+        One value per distinct setting (each setting once: equal settings counted twice inflate the count).
+    mcses : array-like of float
+        The Monte Carlo SE of each value, non-negative, same length.
+    threshold : float, default 0.90
+
+    Returns
+    -------
+    ShareAbove
+
+    Examples
+    --------
+    >>> r = mc_share_above([0.95, 0.93, 0.89], [0.005, 0.005, 0.005])
+    >>> round(r.share, 3), round(r.mcse, 3), r.n_undecided
+    (0.667, 0.05, 0)
+    """
+    v = as_float_vector(values, "values")
+    se = as_float_vector(mcses, "mcses")
+    if se.size != v.size:
+        raise EvalkitInputError("mcses", f"mcses must have one entry per value: got {se.size} for {v.size} values")
+    if np.any(se < 0):
+        raise EvalkitInputError("mcses", "mcses must be non-negative")
+    thr = check_range(threshold, "threshold", -math.inf, math.inf, closed="neither")
+    from scipy import stats
+
+    safe = np.maximum(se, 1e-12)
+    p = stats.norm.cdf((v - thr) / safe)
+    return ShareAbove(share=float(np.mean(v > thr)), mcse=float(np.sqrt(np.sum(p * (1 - p))) / v.size),
+                      n_settings=int(v.size), n_undecided=int(np.sum(np.abs(v - thr) <= 2 * se)))
 
 
 def _draw_clustered(rng: np.random.Generator, *, n_clusters: int, cluster_size: int, mean: float, icc: float,

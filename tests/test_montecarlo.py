@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+import evalkit as ek
 import evalkit.montecarlo
 from evalkit import EvalkitWarning
 from evalkit.clustered import Estimate, interval_t
@@ -328,3 +329,31 @@ def test_a_dask_cluster_gives_exactly_the_serial_result():
 def test_docstring_examples_run():
     result = doctest.testmod(evalkit.montecarlo, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_share_above_mcse_matches_the_spread_of_the_share_over_replications() -> None:
+    """The share's Monte Carlo SE against the SD of the share over 4,000 simulated studies."""
+    rng = np.random.default_rng(7)
+    truth = np.array([0.86, 0.89, 0.895, 0.90, 0.905, 0.91, 0.93, 0.95])
+    se = np.full(truth.size, 0.01)
+    shares = np.array([ek.mc_share_above(truth + rng.normal(0, se), se).share for _ in range(4000)])
+    # the SE computed at the true values; the formula's own plug-in is checked on one draw below
+    expected = ek.mc_share_above(truth, se).mcse
+    sd = shares.std(ddof=1)
+    # the SD of an SD over 4,000 draws is about sd / sqrt(2 * 4000), about 1.1%: allow 4 of those
+    assert abs(sd - expected) <= 4 * sd / np.sqrt(2 * 4000)
+    one = ek.mc_share_above(truth + rng.normal(0, se), se)
+    assert one.n_settings == 8 and 0 <= one.n_undecided <= 8 and 0.05 < one.mcse < 0.2
+
+
+def test_share_above_counts_and_refuses_bad_input() -> None:
+    r = ek.mc_share_above([0.95, 0.91, 0.80], [0.001, 0.01, 0.001])
+    assert r.share == pytest.approx(2 / 3) and r.n_undecided == 1
+    with pytest.raises(ek.EvalkitInputError, match="mcses"):
+        ek.mc_share_above([0.9, 0.8], [0.01])
+    with pytest.raises(ek.EvalkitInputError, match="mcses"):
+        ek.mc_share_above([0.9, 0.8], [0.01, -0.01])
+    with pytest.raises(ek.EvalkitInputError, match="threshold"):
+        ek.mc_share_above([0.9], [0.01], threshold=float("nan"))
+    with pytest.raises(ek.EvalkitInputError, match="values"):
+        ek.mc_share_above([], [])
