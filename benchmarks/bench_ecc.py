@@ -78,9 +78,8 @@ def _data(name: str, n_queries: int | None, seed: int) -> tuple[pd.DataFrame, pd
     return pairs, emb
 
 
-def bench_dataset(name: str, n_queries: int | None, seed: int, full_run: bool = True
-                  ) -> tuple[list[dict[str, Any]], pd.DataFrame]:
-    pairs, emb = _data(name, n_queries, seed)
+def _split(pairs: pd.DataFrame, seed: int) -> tuple[np.ndarray, pd.DataFrame, pd.DataFrame]:
+    """The models, and the training and test comparisons: a fifth of the queries held out, seeded."""
     models = np.unique(np.r_[pairs["winner"].to_numpy(), pairs["loser"].to_numpy()])
     items = np.unique(pairs["item"])
     rng = np.random.default_rng(seed)
@@ -88,6 +87,13 @@ def bench_dataset(name: str, n_queries: int | None, seed: int, full_run: bool = 
     is_test = pairs["item"].isin(test_items)
     train = ek.bt_pairs_sample(pairs[~is_test], PER_QUERY, seed=seed)
     test = ek.bt_pairs_sample(pairs[is_test], TEST_PER_QUERY, seed=seed + 1)
+    return models, train, test
+
+
+def bench_dataset(name: str, n_queries: int | None, seed: int, full_run: bool = True
+                  ) -> tuple[list[dict[str, Any]], pd.DataFrame]:
+    pairs, emb = _data(name, n_queries, seed)
+    models, train, test = _split(pairs, seed)
 
     rows: list[dict[str, Any]] = []
     fits: dict[str, ek.ECCFit] = {}

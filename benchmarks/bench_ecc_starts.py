@@ -20,10 +20,9 @@ import argparse
 import sys
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from _results import write_results
-from bench_ecc import PER_QUERY, SETTINGS, TEST_PER_QUERY, _data
+from bench_ecc import PER_QUERY, SETTINGS, _data, _split
 
 import evalkit as ek
 
@@ -34,13 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     seed = 0
     pairs, emb = _data("mmlu_pro_official", None, seed)
-    models = np.unique(np.r_[pairs["winner"].to_numpy(), pairs["loser"].to_numpy()])
-    items = np.unique(pairs["item"])
-    rng = np.random.default_rng(seed)
-    test_items = rng.choice(items, size=items.size // 5, replace=False)
-    is_test = pairs["item"].isin(test_items)
-    train = ek.bt_pairs_sample(pairs[~is_test], PER_QUERY, seed=seed)
-    test = ek.bt_pairs_sample(pairs[is_test], TEST_PER_QUERY, seed=seed + 1)
+    models, train, test = _split(pairs, seed)
     fits: dict[str, ek.ECCFit] = {"global BT": ek.ecc_fit(train, emb, models=models, seed=seed,
                                                           **{**SETTINGS, "K": 1, "scaling": "sum"})}
     for s in range(seed, seed + args.draws + 1):

@@ -1121,17 +1121,7 @@ def active_sampling_trace(z: npt.ArrayLike, factors: ActiveFactors, budget: int,
     (budget, n_items) float array
         Row ``t - 1`` is ``q_t``.
     """
-    arr = _check_outcomes(z, factors.n_items, "z")
-    if arr.shape[0] != 1:
-        raise EvalkitInputError("z", f"active_sampling_trace takes one model's outcome vector, got shape {arr.shape}")
-    N = arr.shape[1]
-    budget = check_budget(budget, N - 1)
-    check_seed(seed)
-    prm = params if params is not None else ActiveParams()
-    run_prm = _effective_params(prm, int(budget))
-    _, _, info = _faq_batch(arr, factors, int(budget), run_prm, _rngs(seed, 1, 1), replace_draws=replace,
-                            weighted=False, variance="source", trace=True)
-    return np.concatenate(info["q"], axis=0)
+    return _sampling_trace_with_predictions(z, factors, budget, params=params, seed=seed, replace=replace)[0]
 
 
 def _sampling_trace_with_predictions(z: npt.ArrayLike, factors: ActiveFactors, budget: int, *,
@@ -1144,7 +1134,7 @@ def _sampling_trace_with_predictions(z: npt.ArrayLike, factors: ActiveFactors, b
     """
     arr = _check_outcomes(z, factors.n_items, "z")
     if arr.shape[0] != 1:
-        raise EvalkitInputError("z", f"the sampling trace takes one model's outcome vector, got shape {arr.shape}")
+        raise EvalkitInputError("z", f"active_sampling_trace takes one model's outcome vector, got shape {arr.shape}")
     N = arr.shape[1]
     budget = check_budget(budget, N - 1)
     check_seed(seed)
