@@ -844,11 +844,12 @@ def _check_extreme(theta: np.ndarray, a: np.ndarray, b: np.ndarray, sigma: float
     n_big = int((big > _EXTREME_LOGIT).sum())
     if n_big:
         advice = ("the ridge keeps them finite, but the answers determine them poorly" if ridge > 0 else
-                  "maximum likelihood has no finite values for them and they grow with more iterations; "
-                  "fit with ridge > 0 (e.g. ridge=0.1) to keep them finite")
+                  "either the answers (nearly) separate them, and then maximum likelihood has no finite values "
+                  "for them and they grow with more iterations, or they are very steep items whose slopes joint "
+                  "maximum likelihood overstates; fit with ridge > 0 (e.g. ridge=0.1) to keep them finite")
         warn(
             f"irt: {n_big} items reach fitted log-odds beyond +-{_EXTREME_LOGIT:g} for some model "
-            f"(quasi-separation: {advice}); consider flagging or dropping them"
+            f"(possible quasi-separation: {advice}); consider flagging or dropping them"
         )
 
 

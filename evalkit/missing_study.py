@@ -86,8 +86,13 @@ def _study_one(args: tuple) -> pd.DataFrame:
     def sim(rng: np.random.Generator) -> pd.DataFrame:
         d = simulate_clustered(n_clusters=scen["n_clusters"], cluster_size=scen["cluster_size"],
                                mean=scen["mean"], icc=scen["icc"], rng=rng, beta_x=scen["beta_x"])
-        return simulate_missing(d, mechanism=scen["mechanism"], response_rate=scen["response_rate"],
+        data = simulate_missing(d, mechanism=scen["mechanism"], response_rate=scen["response_rate"],
                                 strength=scen["strength"], rng=rng)
+        # the bootstrap's own seed, drawn from this replication's stream after the data: each
+        # replication resamples clusters independently, so the bootstrap's Monte Carlo error
+        # averages out over the replications instead of being shared by all of them
+        data.attrs["boot_seed"] = int(rng.integers(2**31))
+        return data
 
     names = list(_STUDY_ESTIMATORS) + (["IPW RI bootstrap"] if n_boot else [])
     cache: dict[str, Any] = {"data": None, "est": {}}
@@ -96,7 +101,7 @@ def _study_one(args: tuple) -> pd.DataFrame:
         def f(data: pd.DataFrame) -> Estimate:
             if cache["data"] is not data:  # a new replication: compute every estimator once
                 cache["data"], cache["est"] = data, {}
-                cache["est"] = _study_estimators(data, n_boot, seed, truncate)
+                cache["est"] = _study_estimators(data, n_boot, data.attrs["boot_seed"], truncate)
             res = cache["est"][name]
             if isinstance(res, Exception):
                 raise res

@@ -771,3 +771,25 @@ def test_propensity_diagnostics_pass_for_the_true_model_and_fail_for_a_wrong_one
         ek.propensity_diagnostics(R, fit.p[:-1])
     with pytest.raises(ValueError, match="n_bins"):
         ek.propensity_diagnostics(R, fit, n_bins=1)
+
+
+def test_study_bootstrap_draws_its_own_resamples_in_each_replication(monkeypatch):
+    """The study's bootstrap takes a seed from each replication's stream, not one seed for all."""
+    import importlib
+
+    ms = importlib.import_module("evalkit.missing_study")  # the module (the package exports a function of its name)
+    seeds = []
+    real = ms.ipw_bootstrap
+
+    def spy(*args, **kwargs):
+        seeds.append(kwargs["seed"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ms, "ipw_bootstrap", spy)
+    runs = ms.missing_study(n_reps=4, seed=3, mechanisms=("mar_cluster",), iccs=(0.1,), n_clusters=(10,),
+                            n_items=200, n_boot=10)
+    assert len(seeds) == 4 and len(set(seeds)) == 4
+    again = ms.missing_study(n_reps=4, seed=3, mechanisms=("mar_cluster",), iccs=(0.1,), n_clusters=(10,),
+                             n_items=200, n_boot=10)
+    assert seeds[:4] == seeds[4:]  # seeded: the same seeds on a second run
+    pd.testing.assert_frame_equal(runs, again)

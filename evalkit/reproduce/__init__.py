@@ -22,11 +22,14 @@ recomputes it from the saved values and refuses a row file whose stored verdict 
     ``2 * mcse`` of the edge the rule compares against (``threshold``, or ``paper_value``
     plus or minus ``tolerance``): the simulation is too short to tell.
 ``"not tested in the paper's setting"``
-    The row's run is not the paper's setting, and ``not_tested_because`` says how and why that
-    matters: a smaller run (fewer models, trials or queries) for a number that depends on the
-    size, a claim that names no setting tested at settings evalkit chose, other data. The row
-    still shows the value, but such a run can neither reproduce the claim nor refute it. With
-    ``full_run_value`` (a run in the paper's setting) the verdict is that run's alone.
+    The row's run cannot speak for the paper's number, and ``not_tested_because`` says why: the
+    number belongs to the paper's own data, models or size, and the run has other data, or a
+    smaller size (fewer models, trials or queries) that the number depends on. The row still shows
+    the value, but such a run can neither reproduce the number nor refute it. With
+    ``full_run_value`` (a run in the paper's setting) the verdict is that run's alone. A general
+    claim about a method (an estimator is unbiased, an interval covers, one sampler beats another,
+    a fit is faster) tested on a design that meets the claim's conditions is not such a row: it
+    gets one of the three verdicts above, with the design named in ``setting``.
 
 The rule of a row is, in this order:
 
@@ -608,10 +611,13 @@ class ReproTable:
             cannot be "reproduced" unless this value passes the rule too. With
             ``not_tested_because`` it is the run in the paper's setting, and it alone decides.
         not_tested_because : str, optional
-            How this row's run differs from the paper's setting, and why that matters (e.g.
-            ``"40 of 1,111 test models, 3 trials; the gain grows with the number of models"``, or
-            ``"the claim names no setting; evalkit's ICCs"``). Without ``full_run_value`` the
-            verdict is ``"not tested in the paper's setting"``, whatever ``evalkit_value`` is.
+            Why this row's run cannot speak for the paper's number (e.g. ``"40 of 1,111 test
+            models, 3 trials; the gain grows with the number of models"``, or ``"MMLU-Pro, not the
+            paper's Open LLM v2 mixture; the gain is a property of that data"``). Without
+            ``full_run_value`` the verdict is ``"not tested in the paper's setting"``, whatever
+            ``evalkit_value`` is. Not for a general claim about a method tested on a design that
+            meets the claim's conditions: give that row an ordinary verdict and name the design in
+            ``setting``.
         authors_value : float, optional
             The same number from the authors' released code or results (the third column).
         authors_tolerance : float, optional
