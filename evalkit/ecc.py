@@ -1269,6 +1269,18 @@ ECC_EXPLORE_YLIM: tuple[float, float] = (-25.0, 15.0)
 """Fixed gain axis (%) of :func:`ecc_explore`, so that the bars, not the axis, move between settings."""
 
 
+def _model_names(*columns: pd.Series) -> np.ndarray:
+    """The sorted distinct model names of some columns, as ``np.unique`` of their strings would give.
+
+    A hash pass per column (``pd.unique``), then a sort of the few distinct names: sorting the
+    strings of every comparison (hundreds of thousands) took most of an interactive refit.
+    """
+    names: set[str] = set()
+    for col in columns:
+        names.update(str(v) for v in pd.unique(col))
+    return np.array(sorted(names), dtype=object)
+
+
 def ecc_explore(train_pairs: pd.DataFrame, test_pairs: pd.DataFrame, embeddings: pd.DataFrame, *,
                 lam: float = 3.0, T: float = 0.1, K: int = 30, per_query: int = 7, seed: int = 0,
                 max_iter: int = 30, ax: Axes | None = None) -> pd.DataFrame:
@@ -1294,8 +1306,7 @@ def ecc_explore(train_pairs: pd.DataFrame, test_pairs: pd.DataFrame, embeddings:
     DataFrame
         The evaluation table (global BT and ECC in each mode).
     """
-    models = np.unique(np.concatenate([train_pairs["winner"].astype(str), train_pairs["loser"].astype(str),
-                                       test_pairs["winner"].astype(str), test_pairs["loser"].astype(str)]))
+    models = _model_names(train_pairs["winner"], train_pairs["loser"], test_pairs["winner"], test_pairs["loser"])
     train = bt_pairs_sample(train_pairs, per_query, seed=seed)
     n_q = train["item"].nunique()
     glob = ecc_fit(train, embeddings, K=1, models=models, scaling="sum")
@@ -1409,7 +1420,7 @@ def ecc_study(pairs: pd.DataFrame, embeddings: pd.DataFrame, *, train_items: npt
         if tr & te:
             raise EvalkitInputError("test_items", f"{len(tr & te)} items are both training and test items")
         is_train, is_test = item.isin(tr).to_numpy(), item.isin(te).to_numpy()
-    models = np.unique(np.concatenate([pairs["winner"].astype(str), pairs["loser"].astype(str)]))
+    models = _model_names(pairs["winner"], pairs["loser"])
     train = bt_pairs_sample(pairs[is_train], per_query, seed=rng)
     test = pairs[is_test] if test_per_query is None else bt_pairs_sample(pairs[is_test], test_per_query, seed=rng)
     # global BT on unit comparison weights (the authors' global ranker: LogisticRegression(C=1))

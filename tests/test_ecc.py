@@ -477,3 +477,15 @@ def test_explore_at_k1_does_not_raise(sim, split):
     train, test = split
     table = ek.ecc_explore(train.head(700), test.head(300), sim.embeddings, K=1, per_query=7, seed=0, max_iter=3)
     assert set(table["method"]) == {"global BT"}
+
+
+def test_model_names_are_the_sorted_distinct_strings_np_unique_gives():
+    """The hash-then-sort shortcut of the interactive refit names the models as np.unique did."""
+    from evalkit.ecc import _model_names
+
+    rng = np.random.default_rng(5)
+    a = pd.Series(rng.choice(["gpt-4o", "Claude", "m_2", "m-1", "é-model", "10", "9"], 500))
+    b = pd.Series(rng.choice([3, 12, 7], 500))  # non-string names are compared as their strings
+    ref = np.unique(np.concatenate([a.astype(str), b.astype(str)]))
+    got = _model_names(a, b)
+    assert got.dtype == ref.dtype and got.tolist() == ref.tolist()
