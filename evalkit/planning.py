@@ -73,7 +73,8 @@ class PlanVariance:
         Intra-class correlation, within clusters, of the score (or difference) of a question
         answered once. The cluster-level variance ``icc * var_total_k1`` does not shrink with more
         answers per question, so the ICC of a ``k``-answer average is larger:
-        :meth:`icc_at` gives it.
+        :meth:`icc_at` gives it. The shared cluster effect is part of the variance of the true
+        per-question scores, so ``icc * var_total_k1`` can be at most ``var_between``.
     var_total_k1 : float
         ``var_between + var_within``: the variance of one question answered once. Known even
         when the two parts are not.
@@ -100,6 +101,13 @@ class PlanVariance:
             raise EvalkitInputError("icc", f"icc must lie in (-1, 1), got {self.icc}")
         if np.isnan(self.var_total_k1):
             object.__setattr__(self, "var_total_k1", self.var_between + self.var_within)
+        cluster_part = self.icc * self.var_total_k1
+        if not np.isnan(self.var_within) and cluster_part > self.var_between * (1 + 1e-9) + 1e-15:
+            raise EvalkitInputError(
+                "icc", f"icc {self.icc:g} puts a cluster part icc * var_total_k1 = {cluster_part:.4g} above "
+                f"var_between = {self.var_between:.4g}: the clusters' shared effect is part of the variance of the "
+                f"true per-question scores, so icc can be at most var_between / var_total_k1 = "
+                f"{self.var_between / self.var_total_k1:.3f}")
 
     def icc_at(self, k: float = 1) -> float:
         """ICC of a question's score averaged over ``k`` answers."""
@@ -474,6 +482,12 @@ def plan_power_plot(*, delta: float = 0.03, var_between: float = 0.15, var_withi
     Returns
     -------
     matplotlib Axes
+
+    Raises
+    ------
+    ValueError
+        ``icc * (var_between + var_within) > var_between``: the cluster part is part of the
+        between-question variance, so no design has such components (:class:`PlanVariance`).
     """
     from matplotlib.figure import Figure
 

@@ -172,6 +172,12 @@ def test_bad_input() -> None:
         ek.PlanVariance(var_between=-0.1, var_within=0.1)
     with pytest.raises(ValueError, match="var_within is unknown"):
         ek.PlanVariance(var_between=0.2, var_within=float("nan")).per_question(4)
+    with pytest.raises(ValueError, match="icc can be at most var_between / var_total_k1 = 0.100"):
+        ek.PlanVariance(var_between=0.1 * 0.24, var_within=0.9 * 0.24, icc=0.3)   # the cluster part is between-question
+    with pytest.raises(ValueError, match="icc can be at most"):
+        ek.plan_power_plot(var_between=0.024, var_within=0.216, icc=0.3)
+    edge = ek.PlanVariance(var_between=0.1 * 0.24, var_within=0.9 * 0.24, icc=0.1)  # all of it shared
+    assert edge.icc * edge.var_total_k1 == pytest.approx(edge.var_between)
     with pytest.raises(ValueError, match="se must be positive"):
         ek.plan_power(0.1, 0.0)
     with pytest.raises(ValueError, match="power"):
