@@ -73,6 +73,7 @@ from .datasets import (
     dataset_path,
     dataset_search_path,
     dataset_texts,
+    example_path,
     oll_factors_load,
     oll_matrix_draw,
     results_load,
@@ -265,6 +266,7 @@ __all__ = [
     "oll_factors_load",
     "oll_matrix_draw",
     "results_load",
+    "example_path",
     # clustered inference
     "Estimate",
     "interval_t",

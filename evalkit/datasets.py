@@ -45,7 +45,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -55,7 +55,7 @@ import pandas as pd
 
 from ._checks import warn
 from .data import EvalMatrix, long_to_matrix, long_validate
-from .errors import EvalkitInputError, EvalkitInputTypeError
+from .errors import EvalkitInputError, EvalkitInputNotFoundError, EvalkitInputTypeError
 from .types import as_rng
 
 __all__ = [
@@ -1319,3 +1319,57 @@ def results_load(name: str) -> dict[str, Any]:
             return dict(json.loads(path.read_text(encoding="utf-8")))
     known = sorted({p.stem for folder in RESULTS_DIRS if folder.is_dir() for p in folder.glob("*.json")})
     raise EvalkitInputError("name", f"name {name!r} has no committed results file; known: {known}")
+
+
+EXAMPLES: tuple[str, ...] = ("tests/fixtures/eval_logs", "scripts/make_mmlu_inspect_log.py")
+"""The example material of lesson 09, as paths relative to the repository: the eval logs written by
+Inspect and lm-evaluation-harness, and the script that writes the MMLU-Pro Inspect logs. The wheel
+carries them under the same relative paths in ``evalkit/_examples`` (``setup.py``)."""
+
+EXAMPLES_DIRS: tuple[Path, ...] = tuple(
+    folder for folder in (_SOURCE_TREE, _package_folder("_examples")) if folder is not None
+)
+"""Where :func:`example_path` looks, in order: the repository when evalkit runs from a clone, then
+the copy installed with the package (``evalkit/_examples``)."""
+
+
+def example_path(rel: str) -> Path:
+    """The path of a file or folder of lesson 09's example material, in a clone or an installed evalkit.
+
+    Parameters
+    ----------
+    rel : str
+        A path relative to the repository, inside one of :data:`EXAMPLES` (for example
+        ``"tests/fixtures/eval_logs/inspect_ai/logs/eval"``).
+
+    Returns
+    -------
+    Path
+        The absolute path in the first folder of :data:`EXAMPLES_DIRS` that has it.
+
+    Raises
+    ------
+    EvalkitInputError
+        ``rel`` is not a relative path inside :data:`EXAMPLES`.
+    EvalkitInputNotFoundError
+        No folder of :data:`EXAMPLES_DIRS` has it (the message says what to do).
+
+    Examples
+    --------
+    >>> import evalkit as ek
+    >>> ek.example_path("scripts/make_mmlu_inspect_log.py").name
+    'make_mmlu_inspect_log.py'
+    """
+    if not isinstance(rel, str):
+        raise EvalkitInputTypeError("rel", f"rel must be a str, got {type(rel).__name__}")
+    parts = PurePosixPath(rel.replace("\\", "/")).parts
+    inside = [e for e in EXAMPLES if parts[: len(PurePosixPath(e).parts)] == PurePosixPath(e).parts]
+    if not inside or ".." in parts:
+        raise EvalkitInputError("rel", f"rel must be a relative path inside one of {list(EXAMPLES)}, got {rel!r}")
+    for folder in EXAMPLES_DIRS:
+        path = folder.joinpath(*parts)
+        if path.exists():
+            return path.resolve()
+    raise EvalkitInputNotFoundError(
+        "rel", f"rel {rel!r} was not found in {[str(f) for f in EXAMPLES_DIRS]}: restore it with "
+        f"`git checkout -- {inside[0]}` in a clone, or reinstall evalkit (`pip install --force-reinstall evalkit`)")

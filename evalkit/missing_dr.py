@@ -34,6 +34,7 @@ Taught in ``notebooks/04.4-doubly-robust-aipw-and-cross-fitting.ipynb`` to
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -45,7 +46,7 @@ from scipy import special
 
 from ._checks import as_labels, check_alpha, warn
 from .clustered import Estimate, _t_quantile, mean_estimate
-from .errors import EvalkitInputError, OverlapWarning, SmallClustersWarning
+from .errors import EvalkitInputError, EvalkitWarning, OverlapWarning, SmallClustersWarning
 from .missing_propensity import PropensityFit, _as_features, propensity_fit
 
 __all__ = [
@@ -254,8 +255,37 @@ def _fit(target: np.ndarray, X: np.ndarray | None, clus: np.ndarray, kind: str, 
     if X is not None and X.shape[1] and np.any(X.std(axis=0) == 0):
         raise EvalkitInputError("features", f"a feature is constant on the items the {what} model is fitted on "
                                 "(a fold or the answered items); drop it or use fewer folds")
-    return propensity_fit(target, X if X is not None and X.shape[1] else None, clus,
-                          kind=kind, method=method)  # type: ignore[arg-type]
+    Xf = X if X is not None and X.shape[1] else None
+    if what != "outcome":
+        return propensity_fit(target, Xf, clus, kind=kind, method=method)  # type: ignore[arg-type]
+    # the outcome model is fitted with the propensity code on the answered items' correctness: its
+    # caveats speak of "propensities" and weights, so they are reworded for the outcome model
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = propensity_fit(target, Xf, clus, kind=kind, method=method)  # type: ignore[arg-type]
+    for w in caught:
+        if issubclass(w.category, EvalkitWarning):
+            warn(_outcome_caveat(str(w.message)), category=w.category)
+        else:
+            warnings.warn(w.message, w.category, stacklevel=2)
+    return fit
+
+
+_LOGISTIC_SEPARATION = re.compile(r"^logistic propensity: separation: (\d+) fitted propensities are numerically "
+                                  r"1 \((\d+)\) or 0 \((\d+)\)")
+
+
+def _outcome_caveat(message: str) -> str:
+    """A caveat of :func:`propensity_fit` when it fits the outcome model, in the outcome model's words."""
+    m = _LOGISTIC_SEPARATION.match(message)
+    if m:
+        n, n1, n0 = m.groups()
+        return (f"logistic outcome model: separation: {n} fitted probabilities of a correct answer are numerically "
+                f"1 ({n1}) or 0 ({n0}); the features predict correctness on the answered items almost perfectly, "
+                "so the outcome model has no finite maximum and predicts those items as certainly right (1) or "
+                "wrong (0); the propensities and weights are not affected. Compare with the IPW and complete-case "
+                "estimates, or coarsen the feature")
+    return f"outcome model (fitted on the answered items' correctness): {message}"
 
 
 def _predict(fit: PropensityFit, X: np.ndarray | None, clus: np.ndarray, conditional: bool) -> np.ndarray:

@@ -493,6 +493,7 @@ DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
     "oll_factors_load": [("suite", lambda: ek.oll_factors_load("no_such_suite"))],
     "oll_matrix_draw": [("suite", lambda: ek.oll_matrix_draw("no_such_suite", seed=0))],
     "results_load": [("name", lambda: ek.results_load("../no_such_benchmark"))],
+    "example_path": [("rel", lambda: ek.example_path("../outside")), ("rel", lambda: ek.example_path(3))],
     "bootstrap_cluster": [("n_boot", lambda: ek.bootstrap_cluster(lambda r, i: 0.0, np.repeat([0, 1], 3),
                                                                   n_boot=60.5, seed=0)),
                           ("seed", lambda: ek.bootstrap_cluster(lambda r, i: 0.0, np.repeat([0, 1], 3), seed=None))],

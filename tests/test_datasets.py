@@ -254,6 +254,53 @@ def test_results_load_reads_the_first_folder_that_has_the_file(tmp_path: Path, m
         ds.results_load("missing")
 
 
+def test_example_path_finds_the_example_material_first_in_the_clone_then_in_the_package(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalkit.errors import EvalkitInputError, EvalkitInputNotFoundError
+
+    rel = "tests/fixtures/eval_logs/inspect_ai/logs/eval"
+    root = Path(__file__).resolve().parents[1]
+    assert ds.example_path(rel) == (root / rel).resolve()   # from this clone
+    assert ds.example_path("scripts/make_mmlu_inspect_log.py").is_file()
+    repo, package = tmp_path / "repo", tmp_path / "package"
+    (package / "scripts").mkdir(parents=True)
+    (package / "scripts" / "make_mmlu_inspect_log.py").write_text("# the package's copy\n")
+    monkeypatch.setattr(ds, "EXAMPLES_DIRS", (repo, package))   # a clone that lacks the file: the package's copy
+    assert ds.example_path("scripts/make_mmlu_inspect_log.py") == (package / "scripts" / "make_mmlu_inspect_log.py")
+    with pytest.raises(EvalkitInputNotFoundError, match="reinstall evalkit"):
+        ds.example_path(rel)
+    for outside in ("pyproject.toml", "tests/fixtures/eval_logs/../../../pyproject.toml", "/tests/fixtures/eval_logs",
+                    ""):
+        with pytest.raises(EvalkitInputError, match="inside one of"):
+            ds.example_path(outside)
+
+
+def test_example_path_material_is_what_the_wheel_ships() -> None:
+    """setup.py copies each of EXAMPLES to evalkit/_examples/<the same path>, where example_path looks."""
+    setup = (Path(__file__).resolve().parents[1] / "setup.py").read_text(encoding="utf-8")
+    for rel in ds.EXAMPLES:
+        folder, _, name = rel.rpartition("/") if rel.endswith(".py") else (rel, "", "")
+        assert f'("{folder}", ' in setup and f'"evalkit/_examples/{folder}")' in setup, rel
+        assert not name or f'("{name}",)' in setup, rel
+
+
+def test_lessons_locate_the_example_material_with_example_path() -> None:
+    """The lessons and solutions that read lesson 09's example material call ek.example_path, with no copy of
+    a path-finding helper of their own."""
+    import json
+
+    notebooks = Path(__file__).resolve().parents[1] / "notebooks"
+    users = []
+    for path in sorted(notebooks.glob("*.ipynb")) + sorted(notebooks.glob("solutions/*.ipynb")):
+        code = "\n".join("".join(c["source"]) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
+                         if c["cell_type"] == "code")
+        assert "def example_path" not in code, path.name
+        if any(rel in code for rel in ds.EXAMPLES):
+            users.append(path.name)
+            assert "ek.example_path(" in code, path.name
+    assert len(users) >= 6, users
+
+
 def test_not_found_message(empty_search_path: Path, no_repo_data: Path) -> None:
     spec = dataset_info("mmlu_pro_official")
     with pytest.raises(DatasetNotFoundError) as exc:

@@ -267,8 +267,9 @@ def test_report_runs_on_a_fixture_log_outside_the_repository(venv: dict) -> None
 
 
 def test_lesson_09_finds_its_example_logs_in_the_installed_package(venv: dict) -> None:
-    """Lesson 09's first code cell and its solutions', run from a course folder, find the example logs
-    and the MMLU-Pro log script in the package's copy (``evalkit/_examples``), not in the repository."""
+    """Lesson 09's first code cell and its solutions', run from a course folder, find the example logs in
+    the package's copy (``evalkit/_examples``) through ``ek.example_path``, not in the repository; so do the
+    lm-eval logs and the MMLU-Pro log script that parts 09.2 and 09.3 locate with it."""
     env, work, purelib = venv["env"], venv["work"], venv["purelib"]
     course = work / "course-09"
     (course / "solutions").mkdir(parents=True)
@@ -277,16 +278,19 @@ def test_lesson_09_finds_its_example_logs_in_the_installed_package(venv: dict) -
         nb = json.loads((purelib / "evalkit" / "_course" / rel).read_text(encoding="utf-8"))
         cells[rel] = "".join(next(c for c in nb["cells"] if c["cell_type"] == "code")["source"])
     code = AUDIT + textwrap.dedent(f"""
-        import json as _json9, os as _os9
+        import json as _json9, os as _os9, sys as _sys9
         _found = {{}}
         for _rel, _cell in {cells!r}.items():
             _os9.chdir(_os9.path.join({str(course)!r}, _os9.path.dirname(_rel)))
             _ns = {{}}
             exec(_cell, _ns)
-            _found[_rel] = [str(_ns["INSPECT"].resolve()), str(_ns["LM_EVAL"].resolve())]
+            _found[_rel] = str(_ns["INSPECT"].resolve())
+        _ek9 = _ns["ek"]
+        _found["lm_eval"] = str(_ek9.example_path("tests/fixtures/eval_logs/lm_eval/output"))
+        _sys9.path.insert(0, str(_ek9.example_path("scripts/make_mmlu_inspect_log.py").parent))
         import make_mmlu_inspect_log
         _found["script"] = str(__import__("pathlib").Path(make_mmlu_inspect_log.__file__).resolve())
-        _found["n_rows"] = len(_ns["ek"].log_read(_ns["INSPECT"]))
+        _found["n_rows"] = len(_ek9.log_read(_ns["INSPECT"]))
         print("LESSON09 " + _json9.dumps(_found))
     """) + CHECK
     done = _run([str(venv["python"]), "-c", code], work, {**env, "PYTHONWARNINGS": "ignore"})
@@ -294,9 +298,8 @@ def test_lesson_09_finds_its_example_logs_in_the_installed_package(venv: dict) -
     found = json.loads(done.stdout.split("LESSON09 ", 1)[1].splitlines()[0])
     examples = (purelib / "evalkit" / "_examples").resolve()
     for rel in (LESSON_09, SOLUTIONS_09):
-        inspect_dir, lm_eval_dir = (Path(p) for p in found[rel])
-        assert inspect_dir == examples / "tests" / "fixtures" / "eval_logs" / "inspect_ai" / "logs" / "eval", rel
-        assert lm_eval_dir == examples / "tests" / "fixtures" / "eval_logs" / "lm_eval" / "output", rel
+        assert Path(found[rel]) == examples / "tests" / "fixtures" / "eval_logs" / "inspect_ai" / "logs" / "eval", rel
+    assert Path(found["lm_eval"]) == examples / "tests" / "fixtures" / "eval_logs" / "lm_eval" / "output"
     assert Path(found["script"]) == examples / "scripts" / "make_mmlu_inspect_log.py"
     import evalkit as ek
 

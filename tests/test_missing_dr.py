@@ -91,6 +91,23 @@ def test_overlap_warns_and_never_divides_silently() -> None:
     assert np.isfinite(e.estimate) and e.diagnostics.p_min == pytest.approx(0.001)
 
 
+def test_outcome_model_separation_is_named_as_the_outcome_models() -> None:
+    """A feature that predicts correctness perfectly separates the outcome model, not the propensity: the
+    caveat must say so, and must not warn of extreme inverse weights (the propensities are untouched)."""
+    rng = np.random.default_rng(3)
+    clusters = np.repeat(np.arange(6), 10)
+    x = rng.integers(0, 2, clusters.size).astype(float)
+    y = np.where(x == 1, 1.0, rng.integers(0, 2, clusters.size).astype(float))   # x = 1: always right
+    y[rng.random(clusters.size) < 0.2] = np.nan                                   # missing, unrelated to x
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        e = ek.dr_estimate(y, clusters, features=x[:, None], folds=3, seed=0)
+    texts = [str(w.message) for w in caught if "separation" in str(w.message)]
+    assert texts and all(t.startswith("logistic outcome model: separation:") for t in texts), texts
+    assert not any("propensit" in t.split(";")[0] or "inverse weights" in t for t in texts), texts
+    assert np.isfinite(e.estimate) and 0.3 < e.diagnostics.p_min <= e.diagnostics.p_max < 1
+
+
 def _given(seed: int) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A data set with given outcome predictions m and propensities p, its outcomes y and responses R."""
     d = _data(5)
