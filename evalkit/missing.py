@@ -152,7 +152,8 @@ class MissingDetails:
     by_reason, by_cluster : DataFrame
         :func:`missing_breakdown` of the reported models.
     propensity : dict
-        Model -> random-intercept :class:`PropensityFit`.
+        Model -> random-intercept :class:`PropensityFit`. Its arrays (``p``, ...) follow the model's
+        items sorted by ``item``, the order the report fits in, not the row order of ``long_df``.
     weights : dict
         Model -> weight diagnostics (:meth:`Weights.summary`).
     notes : list of str

@@ -51,6 +51,7 @@ _FENCED = re.compile(r"```.*?```", re.S)
 _INLINE_CODE = re.compile(r"`[^`]*`")
 _SUBSCRIPT = re.compile(r"[_^]\{[^{}]*\}")
 _REFERENCES = re.compile(r"^\s*#+\s*(References|Bibliography|Further reading)\b", re.M | re.I)
+_ANY_HEADING = re.compile(r"^\s*#+\s", re.M)
 _LINK_TARGET = re.compile(r"\]\([^)]*\)")
 _URL = re.compile(r"https?://\S+|www\.\S+")
 _HTML_TAG = re.compile(r"<[^>]+>")
@@ -91,8 +92,10 @@ def prose_numbers(markdown: str) -> list[tuple[str, float, int, int]]:
 
     ``value`` is the absolute value; ``decimals`` the number of digits after the point as written.
     """
-    if _REFERENCES.search(markdown):
-        return []
+    ref = _REFERENCES.search(markdown)
+    if ref:  # a references list is exempt up to the next heading, not the rest of the cell
+        nxt = _ANY_HEADING.search(markdown, ref.end())
+        markdown = markdown[:ref.start()] + (markdown[nxt.start():] if nxt else "")
     text = markdown.replace("{,}", ",").replace("\\!", "")
     for pattern in (_FENCED, _INLINE_CODE, _SUBSCRIPT, _LINK_TARGET, _URL, _HTML_TAG, _ARXIV, _VERSION, _LESSON_FILE,
                     _LESSON_NUMBER):

@@ -676,6 +676,22 @@ def test_report_and_ipw_estimate_share_the_default_truncation() -> None:
     np.testing.assert_allclose(r.loc["IPW random intercept, CR1", "estimate"], e.estimate, rtol=1e-12)
 
 
+def test_report_propensities_follow_the_items_sorted_by_item() -> None:
+    """``attrs["missing"].propensity[model].p`` is in item order, whatever the row order of the long table."""
+    a = _sim(79)
+    shuffled = a.sample(frac=1.0, random_state=3).reset_index(drop=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EvalkitWarning)
+        r = missing_report(shuffled, features=["x"])
+    model = shuffled["model"].iloc[0]
+    p = r.attrs["missing"].propensity[model].p
+    in_order = shuffled.sort_values("item").reset_index(drop=True)
+    e = ipw_estimate(in_order["correct"], in_order["cluster"], p=p, truncate=None)
+    expected = r.set_index("estimator").loc["IPW random intercept, CR1", "estimate"]
+    np.testing.assert_allclose(e.estimate, expected, rtol=1e-10)
+    assert not np.isclose(ipw_estimate(shuffled["correct"], shuffled["cluster"], p=p, truncate=None).estimate, expected)
+
+
 def test_compare_complete_case_reports_the_items_it_uses() -> None:
     a = _sim(73)
     b = _sim(79).assign(model="other")

@@ -75,6 +75,15 @@ def test_the_guard_exempts_years_ids_links_code_and_names() -> None:
     assert [n for n, *_ in prose_numbers("lesson 03.2 says 3.2 and 10.5 and 0.05")] == ["3.2", "10.5", "0.05"]
 
 
+def test_only_the_references_list_is_exempt_not_the_rest_of_its_cell() -> None:
+    refs = "## References\n- Miller, E. (2024), pp. 120–135, 0.5 of a page.\n"
+    assert prose_numbers(refs) == []
+    before = "The gain is 17.64 points.\n\n" + refs
+    after = refs + "\n## Summary\nThe gain is 17.64 points.\n"
+    assert [n for n, *_ in prose_numbers(before)] == ["17.64"]
+    assert [n for n, *_ in prose_numbers(after)] == ["17.64"]
+
+
 # ---- the product speaks of statistics only ------------------------------------------------------
 
 # Phrases that belong to the kit's development, not to a lesson: the tracker, the history of the
