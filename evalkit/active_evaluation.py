@@ -7,8 +7,9 @@ docs/methods/faq-active-evaluation.md):
 
 * :func:`active_tune`: ``(beta0, rho, gamma, tau)`` by pooled MSE on validation models;
 * :func:`active_evaluate`: runs against the truth with three ESS definitions side by side,
-  coverage with its Monte Carlo SE, width and bias; :func:`active_ceiling`: the ESS attainable if
-  the model's factor were known;
+  coverage with its Monte Carlo SE, width and bias; :func:`active_ess_bootstrap`: the ESS of
+  several methods on the same bootstrap resamples of the test models (paired, for ratios);
+  :func:`active_ceiling`: the ESS attainable if the model's factor were known;
 * :func:`active_semisynthetic` and :func:`active_study`: the semi-synthetic leaderboards and the
   study behind the paper's tables; :func:`active_loo`: leave-one-model-out on a real matrix;
 * :func:`active_plot_run`: the widget's figure.
@@ -27,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ._checks import as_probabilities, check_budget, check_int, check_seed
+from ._checks import as_probabilities, check_budget, check_int, check_seed, check_unique
 from .active import (
     ACTIVE_SETTINGS,
     METHODS,
@@ -49,6 +50,7 @@ from .montecarlo import mc_summarise
 __all__ = [
     "active_tune",
     "active_evaluate",
+    "active_ess_bootstrap",
     "active_ceiling",
     "SPARSITY",
     "ActiveData",
@@ -243,6 +245,99 @@ def active_evaluate(results: Sequence[ActiveResult], *, n_boot: int = 500, seed:
             "seconds": r.seconds,
         })
     return pd.DataFrame(rows)
+
+
+def active_ess_bootstrap(results: Sequence[ActiveResult], budget: int, methods: Sequence[str], *,
+                         definition: Literal["pooled", "authors"] = "pooled", n_boot: int = 400,
+                         seed: int = 0) -> pd.DataFrame:
+    """The ESS multiplier of several methods on the same bootstrap resamples of the test models.
+
+    Each replicate draws the test models with replacement once and scores every method of
+    ``methods`` on those same models (a paired bootstrap), so the standard deviation of a column is
+    the bootstrap SE of that method's ESS, and the ratio of two columns resampled together is the
+    bootstrap distribution of one method's ESS against another's.
+
+    Parameters
+    ----------
+    results : sequence of ActiveResult
+        Runs of :func:`evalkit.active_run` on the same test models (e.g. ``ActiveStudy.results``).
+    budget : int
+        The budget (a count of items) whose runs are scored.
+    methods : sequence of str
+        The methods to score; each needs exactly one run at ``budget`` among ``results``, all with
+        the same test models and number of trials.
+    definition : {"pooled", "authors"}
+        ``"pooled"``: ``sum_m theta_m (1 - theta_m) / n_b`` over the summed mean squared error of
+        the resampled models (``ess`` of :func:`active_evaluate`). ``"authors"``: the source's
+        definition, per trial ``(mean uniform_ht width / mean method width)^2`` over the resampled
+        models, then the mean over trials (``ess_authors``); it needs a ``uniform_ht`` run at
+        ``budget`` among ``results``.
+    n_boot : int
+        Number of bootstrap replicates (at least 2).
+    seed : int or numpy.random.Generator
+
+    Returns
+    -------
+    DataFrame
+        ``n_boot`` rows (one per replicate), one column per method.
+
+    Raises
+    ------
+    EvalkitInputError
+        If ``results`` is empty, a method has no run (or several) at ``budget``, the runs differ in
+        their test models or trials, ``definition`` is unknown, or ``n_boot`` or ``seed`` is bad.
+
+    Examples
+    --------
+    >>> import numpy as np, evalkit as ek
+    >>> rng = np.random.default_rng(0)
+    >>> Z = (rng.random((60, 200)) < rng.random((60, 1))).astype(float)
+    >>> fac = ek.active_factor_fit(Z[:40], rank=2)
+    >>> runs = [ek.active_run(Z[40:], fac, 40, method=m, n_trials=2, seed=1) for m in ("uniform", "ppi")]
+    >>> boot = ek.active_ess_bootstrap(runs, 40, ["uniform", "ppi"], n_boot=50, seed=2)
+    >>> boot.shape
+    (50, 2)
+    """
+    if len(results) == 0:
+        raise EvalkitInputError("results", "give at least one ActiveResult")
+    budget = check_int(budget, "budget", minimum=2)
+    if isinstance(methods, str) or len(methods) == 0:
+        raise EvalkitInputError("methods", f"methods must be a non-empty list of method names, got {methods!r}")
+    methods = [str(m) for m in check_unique(list(methods), "methods")]
+    if definition not in ("pooled", "authors"):
+        raise EvalkitInputError("definition", f"definition must be 'pooled' or 'authors', got {definition!r}")
+    n_boot = check_int(n_boot, "n_boot", minimum=2)
+    rng = np.random.default_rng(check_seed(seed))
+    wanted = list(methods) + (["uniform_ht"] if definition == "authors" else [])
+    runs: dict[str, ActiveResult] = {}
+    for m in wanted:
+        hits = [r for r in results if r.method == m and r.budget == budget]
+        if len(hits) != 1:
+            argument = "results" if m == "uniform_ht" and m not in methods else "methods"
+            raise EvalkitInputError(argument, f"need exactly one {m!r} run at budget {budget} among results, "
+                                    f"found {len(hits)}" + (" (definition='authors' scores widths against "
+                                                            "uniform_ht)" if m == "uniform_ht" else ""))
+        runs[m] = hits[0]
+    first = runs[wanted[0]]
+    for m, r in runs.items():
+        if r.estimate.shape != first.estimate.shape or not np.array_equal(r.truth, first.truth):
+            raise EvalkitInputError("results", f"the {m!r} run has other test models or trials than the "
+                                    f"{wanted[0]!r} run ({r.estimate.shape} against {first.estimate.shape})")
+    n_m = first.estimate.shape[0]
+    idx = rng.integers(0, n_m, size=(n_boot, n_m))
+    out = {}
+    if definition == "pooled":
+        var_u = first.truth * (1 - first.truth) / budget
+        for m in methods:
+            err2 = ((runs[m].estimate - runs[m].truth[:, None]) ** 2).mean(axis=1)
+            out[m] = var_u[idx].sum(axis=1) / err2[idx].sum(axis=1)
+    else:
+        ref = runs["uniform_ht"].ci_high - runs["uniform_ht"].ci_low      # (n_models, n_trials)
+        for m in methods:
+            w = runs[m].ci_high - runs[m].ci_low
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out[m] = ((ref[idx].mean(axis=1) / w[idx].mean(axis=1)) ** 2).mean(axis=1)
+    return pd.DataFrame(out)
 
 
 # --------------------------------------------------------------------------------------------

@@ -351,12 +351,17 @@ _SPECS += (
             "mmlu_pro_full_per_seed.csv": "7f8bfc816916603a4bd02ce5d4c2bf013880a6fe39f776c8df03197e7b226386",
             "mmlu_pro_with_replacement_per_seed.csv":
                 "c4779955b33699aa70ca0fdbc2dc9435dbba729194985063b0a98fcc89e19e42",
+            "mmlu_pro_without_replacement_per_seed.csv":
+                "91650afde9719c7ec7a64fb50d33336dae55f49e0d4262057fb175d52c9ddef2",
+            "best_baseline_summary.csv": "c47585da83cea33a446ef8c6307e4080e06e78030975c7eec634c432e1b365bd",
+            "best_ablation_summary.csv": "30766c32e28b7455c39339cea4b21692e55673ca56f15d569c26394b49c9e405",
         },
         licence="Apache-2.0",
         source="skbwu/efficiently-evaluating-llms",
         commit="cb931006fcebe82c34445a2a0c6d7831314b77c7",
         description="The FAQ authors' released result logs: ESS multiplier, coverage, width per budget and seed",
-        shape="2,213 real test models summarised per seed; 10 budgets x 100 seeds (MMLU-Pro, full history)",
+        shape="2,213 real test models summarised per seed; 10 budgets x 100 seeds (MMLU-Pro, full history); "
+        "summaries per data scenario and budget",
         notes="Built by scripts/faq_authors_logs.py; their ESS is (uniform width / FAQ width)^2 against "
         "Bernoulli-sampling Horvitz-Thompson, per seed (see data/faq_authors/SOURCE.md).",
     ),

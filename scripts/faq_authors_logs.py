@@ -11,13 +11,21 @@ code (github.com/skbwu/efficiently-evaluating-llms @ cb93100, Apache-2.0). Two s
     - ``faq_summary.csv``: ``logs/final/cleaned/faq_summary.csv`` unchanged (per data scenario and
       budget: ESS multiplier, coverage and mean width, each with its standard error over 100 seeds);
     - ``uniform_summary.csv``: ``logs/final/cleaned/uniform_summary.csv`` unchanged;
+    - ``best_baseline_summary.csv``: ``logs/final/cleaned/best_baseline_summary.csv`` unchanged (their
+      strongest baseline per scenario and budget, chosen post hoc on the test models);
+    - ``best_ablation_summary.csv``: ``logs/final/cleaned/best_ablation_summary.csv`` unchanged (their
+      sequential active inference ablation, its best setting chosen post hoc on the test models);
     - ``mmlu_pro_full_per_seed.csv``: MMLU-Pro with a fully observed history, per budget and seed,
       FAQ's mean width and coverage (``logs/final/faq_final_logs.csv``) beside their uniform
       baseline's mean width and coverage (``logs/final/cleaned/uniform_df.csv``, ``policy=unif``,
       ``f=zero``);
     - ``mmlu_pro_with_replacement_per_seed.csv``: their with-replacement FAQ rerun
       (``logs/final/without_replacement_ablation/faq_without-replacement=False.csv``): per budget
-      and seed, mean width, coverage and mean squared error.
+      and seed, mean width, coverage and mean squared error;
+    - ``mmlu_pro_without_replacement_per_seed.csv``: the same rerun without replacement, drawn items'
+      probabilities set to zero and the rest renormalised
+      (``logs/final/without_replacement_ablation/faq_without-replacement=True.csv``, Appendix B of
+      the paper), with the same columns.
 
 ``multiplier [--data DIR]``
     Recompute the ESS multiplier from the per-seed table with the authors' formula
@@ -58,7 +66,7 @@ def _full_history(df: pd.DataFrame) -> pd.DataFrame:
 
 def build(mirror: Path) -> None:
     DATA.mkdir(parents=True, exist_ok=True)
-    for name in ("faq_summary.csv", "uniform_summary.csv"):
+    for name in ("faq_summary.csv", "uniform_summary.csv", "best_baseline_summary.csv", "best_ablation_summary.csv"):
         _git_csv(mirror, f"logs/final/cleaned/{name}").to_csv(DATA / name, index=False)
     faq = _full_history(_git_csv(mirror, "logs/final/faq_final_logs.csv"))
     uni = _git_csv(mirror, "logs/final/cleaned/uniform_df.csv")
@@ -68,9 +76,10 @@ def build(mirror: Path) -> None:
         uni[keys + ["N_B", "mean_width", "coverage"]], on=keys, suffixes=("_faq", "_uniform"), validate="1:1")
     per_seed = per_seed.rename(columns={"N_B": "n_b"}).sort_values(keys).reset_index(drop=True)
     per_seed.to_csv(DATA / "mmlu_pro_full_per_seed.csv", index=False)
-    rep = _git_csv(mirror, "logs/final/without_replacement_ablation/faq_without-replacement=False.csv")
-    rep[["prop_budget", "seed", "mean_width", "coverage", "sq_err"]].to_csv(
-        DATA / "mmlu_pro_with_replacement_per_seed.csv", index=False)
+    for flag, name in (("False", "with"), ("True", "without")):
+        rep = _git_csv(mirror, f"logs/final/without_replacement_ablation/faq_without-replacement={flag}.csv")
+        rep[["prop_budget", "seed", "mean_width", "coverage", "sq_err"]].to_csv(
+            DATA / f"mmlu_pro_{name}_replacement_per_seed.csv", index=False)
     print(f"wrote {sorted(p.name for p in DATA.glob('*.csv'))} into {DATA}")
 
 

@@ -29,7 +29,8 @@ from evalkit.active import (
     active_run,
     active_sampling_trace,
 )
-from evalkit.active_evaluation import active_ceiling, active_evaluate, active_tune
+from evalkit.active_evaluation import active_ceiling, active_ess_bootstrap, active_evaluate, active_tune
+from evalkit.errors import EvalkitInputError
 from evalkit.montecarlo import mc_tolerance
 
 N_ITEMS = 400
@@ -433,6 +434,45 @@ def test_ess_authors_is_the_per_trial_width_ratio_squared(world):
     faq = (runs[1].ci_high - runs[1].ci_low).mean(axis=0)
     assert table.loc["faq", "ess_authors"] == pytest.approx(float(np.mean((ht / faq) ** 2)))
     assert np.isnan(active_evaluate(runs[1:]).loc[0, "ess_authors"])
+
+
+def test_ess_bootstrap_scores_every_method_on_the_same_resampled_models(world):
+    """Intent: each replicate is active_evaluate's ESS (pooled or the authors') on one resample of the
+    test models, the same resample for every method; uniform_ht scores exactly 1 on the authors' definition."""
+    source = {"variance": "source", "interval": "wald"}
+    runs = [active_run(world["Z"], world["fac"], 60, method=m, n_trials=3, seed=4, **setting)
+            for m, setting in (("uniform_ht", {}), ("uniform", {}), ("faq", source))]
+    n_m = world["Z"].shape[0]
+    idx = np.random.default_rng(5).integers(0, n_m, size=(30, n_m))
+    pooled = active_ess_bootstrap(runs, 60, ["uniform", "faq"], n_boot=30, seed=5)
+    authors = active_ess_bootstrap(runs, 60, ["uniform_ht", "faq"], definition="authors", n_boot=30, seed=5)
+    assert pooled.shape == (30, 2) and list(authors.columns) == ["uniform_ht", "faq"]
+    np.testing.assert_allclose(authors["uniform_ht"], 1.0)
+    for k in (0, 17):
+        i = idx[k]
+        theta = runs[2].truth[i]
+        mse = ((runs[2].estimate[i] - theta[:, None]) ** 2).mean(axis=1)
+        assert pooled["faq"][k] == pytest.approx((theta * (1 - theta) / 60).sum() / mse.sum())
+        ht = (runs[0].ci_high - runs[0].ci_low)[i].mean(axis=0)
+        faq = (runs[2].ci_high - runs[2].ci_low)[i].mean(axis=0)
+        assert authors["faq"][k] == pytest.approx(float(np.mean((ht / faq) ** 2)))
+    # on every model once (no resampling) the definitions are active_evaluate's
+    table = active_evaluate(runs).set_index("method")
+    ht_all = (runs[0].ci_high - runs[0].ci_low).mean(axis=0)
+    faq_all = (runs[2].ci_high - runs[2].ci_low).mean(axis=0)
+    assert table.loc["faq", "ess_authors"] == pytest.approx(float(np.mean((ht_all / faq_all) ** 2)))
+    # the same seed gives the same replicates; bad input is refused, naming the argument
+    pd_equal = active_ess_bootstrap(runs, 60, ["uniform", "faq"], n_boot=30, seed=5)
+    assert pd_equal.equals(pooled)
+    for kwargs, argument in ((dict(methods=["no_such"]), "methods"), (dict(methods=["faq", "faq"]), "methods"),
+                             (dict(methods=["faq"], definition="width"), "definition"),
+                             (dict(methods=["faq"], n_boot=1), "n_boot"), (dict(methods=["faq"], seed=None), "seed")):
+        with pytest.raises(EvalkitInputError) as err:
+            active_ess_bootstrap(runs, 60, **kwargs)
+        assert err.value.argument == argument
+    with pytest.raises(EvalkitInputError) as err:
+        active_ess_bootstrap(runs[1:], 60, ["faq"], definition="authors")
+    assert err.value.argument == "results"
 
 
 def test_korn_graubard_is_clopper_pearson_for_a_simple_random_sample():

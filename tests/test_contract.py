@@ -589,6 +589,9 @@ DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
                     ("budget", lambda: ek.active_tune(np.ones((2, 20)), _factors(), 0.1)),
                     ("by", lambda: ek.active_tune(np.ones((2, 20)), _factors(), 5, by="rmse"))],
     "active_evaluate": [("results", lambda: ek.active_evaluate([]))],
+    "active_ess_bootstrap": [("results", lambda: ek.active_ess_bootstrap([], 5, ["faq"])),
+                             ("methods", lambda: ek.active_ess_bootstrap(
+                                 [ek.active_run(np.ones((1, 20)), _factors(), 5, seed=0)], 5, ["no_such"]))],
     "active_ceiling": [("budget", lambda: ek.active_ceiling(np.full((1, 20), 0.5), np.ones((1, 20)), 0)),
                        ("budget", lambda: ek.active_ceiling(np.full((1, 20), 0.5), np.ones((1, 20)), 0.5)),
                        ("P", lambda: ek.active_ceiling(np.full((1, 20), 1.0), np.ones((1, 20)), 5)),
