@@ -289,7 +289,7 @@ def plan_resample_gain(var: PlanVariance, k: float, *, cluster_size: float | Non
     (``var.icc == 0``) it is ``1 + var_within / var_between`` at ``k = math.inf``, what scoring
     with the probability of the right answer (instead of one sampled 0/1 answer) buys.
 
-    Paper: [MILLER] (section 3.2, resampling), with the design effect of clustered questions.
+    Paper: [MILLER] (section 3.1, resampling), with the design effect of clustered questions.
 
     Parameters
     ----------
