@@ -797,15 +797,20 @@ def test_study_bootstrap_draws_its_own_resamples_in_each_replication(monkeypatch
     seeds = []
     real = ms.ipw_bootstrap
 
+    done = []
+
     def spy(*args, **kwargs):
         seeds.append(kwargs["seed"])
-        return real(*args, **kwargs)
+        out = real(*args, **kwargs)
+        done.append(kwargs["seed"])
+        return out
 
     monkeypatch.setattr(ms, "ipw_bootstrap", spy)
     runs = ms.missing_study(n_reps=4, seed=3, mechanisms=("mar_cluster",), iccs=(0.1,), n_clusters=(10,),
-                            n_items=200, n_boot=10)
+                            n_items=200, n_boot=50)
     assert len(seeds) == 4 and len(set(seeds)) == 4
+    assert done == seeds  # every replication's bootstrap ran to the end
     again = ms.missing_study(n_reps=4, seed=3, mechanisms=("mar_cluster",), iccs=(0.1,), n_clusters=(10,),
-                             n_items=200, n_boot=10)
+                             n_items=200, n_boot=50)
     assert seeds[:4] == seeds[4:]  # seeded: the same seeds on a second run
     pd.testing.assert_frame_equal(runs, again)
