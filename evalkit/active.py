@@ -902,9 +902,12 @@ def _faq_blocks(Zb: np.ndarray, factors: ActiveFactors, budget: int, params: Act
                 chunk: int = _CHUNK) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_faq_batch` over blocks of ``chunk`` rows, ``n_jobs`` blocks at a time (threads).
 
-    Rows are independent and every block is computed by the same code whatever the thread that
-    runs it, so the result is bit for bit the same for any ``n_jobs``. A block's (rows, items)
-    work arrays stay in cache across the steps; numpy releases the GIL inside its loops.
+    Rows are independent, the blocks are fixed by ``chunk`` (not by the machine's cores) and every
+    block is computed by the same code whatever the thread that runs it, so the result is bit for
+    bit the same for any ``n_jobs``. Another ``chunk`` agrees to float32 rounding: a row's logits
+    come from a BLAS matrix product whose last bits can depend on where the row falls in the
+    kernel's tiles of rows. A block's (rows, items) work arrays stay in cache across the steps;
+    numpy releases the GIL inside its loops.
     """
     starts = range(0, Zb.shape[0], chunk)
 

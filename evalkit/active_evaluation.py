@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ._checks import as_probabilities, check_budget, check_int, check_seed, check_unique
+from ._checks import as_probabilities, check_budget, check_int, check_seed, check_unique, warn
 from .active import (
     ACTIVE_SETTINGS,
     METHODS,
@@ -44,7 +44,7 @@ from .active import (
     active_factor_fit,
     active_run,
 )
-from .errors import EvalkitInputError
+from .errors import DegenerateDataWarning, EvalkitInputError
 from .montecarlo import mc_summarise
 
 __all__ = [
@@ -164,6 +164,36 @@ def active_ceiling(P: npt.ArrayLike, Z: npt.ArrayLike, budget: int) -> pd.Series
     return pd.Series({"ess_pooled": float(var_u.sum() / var_m.sum()), "ess_mean": float(np.mean(var_u / var_m))})
 
 
+def _ess_pooled(var_u: np.ndarray, err2: np.ndarray, what: str) -> np.ndarray:
+    """Pooled ESS over the last axis (models): ``sum var_u / sum err2``; warns on a zero error.
+
+    ``var_u`` and ``err2`` are per-model uniform variances and mean squared errors, indexed alike
+    (a bootstrap passes ``var_u[idx], err2[idx]``). A summed error of zero (every estimate exact)
+    gives an infinite multiplier, which is returned with a warning rather than silently.
+    """
+    den = err2.sum(axis=-1)
+    num = var_u.sum(axis=-1)
+    if np.any(den == 0):
+        warn(f"{what}: the estimates have zero squared error on {int(np.sum(den == 0))} of "
+             f"{np.size(den)} model sets, so their ESS is infinite (or undefined where the uniform "
+             "variance is zero too)", category=DegenerateDataWarning, stacklevel=4)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return num / den
+
+
+def _ess_width_ratio(ref_width: np.ndarray, width: np.ndarray, what: str) -> np.ndarray:
+    """The source's ESS: mean over the last axis (trials) of ``(ref_width / width)^2``; warns on zero width.
+
+    Both arguments hold per-trial widths already averaged over models (the source's
+    ``cleaning_results.py``). A zero mean width gives an infinite ratio, returned with a warning.
+    """
+    if np.any(width == 0):
+        warn(f"{what}: {int(np.sum(width == 0))} of {np.size(width)} mean interval widths are zero, "
+             "so the width-ratio ESS is infinite (or undefined)", category=DegenerateDataWarning, stacklevel=4)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.mean((ref_width / width) ** 2, axis=-1)
+
+
 def active_evaluate(results: Sequence[ActiveResult], *, n_boot: int = 500, seed: int = 0,
                     ceiling: Mapping[int, float] | None = None) -> pd.DataFrame:
     """Score runs against the truth: ESS (four definitions), coverage with MCSE, width, bias.
@@ -218,10 +248,10 @@ def active_evaluate(results: Sequence[ActiveResult], *, n_boot: int = 500, seed:
         truth = r.truth
         err2 = ((r.estimate - truth[:, None]) ** 2).mean(axis=1)  # per model
         var_u = truth * (1 - truth) / r.budget
-        ess = float(var_u.sum() / err2.sum())
+        ess = float(_ess_pooled(var_u, err2, f"{r.method} at budget {r.budget}"))
         n_m = len(truth)
         boot = rng.integers(0, n_m, size=(n_boot, n_m))
-        ess_b = var_u[boot].sum(axis=1) / err2[boot].sum(axis=1)
+        ess_b = _ess_pooled(var_u[boot], err2[boot], f"{r.method} at budget {r.budget} (bootstrap)")
         with np.errstate(divide="ignore", invalid="ignore"):
             per_model = float(np.mean(np.where(err2 > 0, var_u / err2, np.nan)))
         summ = mc_summarise(r.to_frame().drop(columns=["budget", "model", "trial"])).iloc[0]
@@ -229,8 +259,8 @@ def active_evaluate(results: Sequence[ActiveResult], *, n_boot: int = 500, seed:
         uw = uniform_width.get(r.budget, np.nan)
         ht = ht_width.get((r.budget, r.estimate.shape[1]))
         per_trial = (r.ci_high - r.ci_low).mean(axis=0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ess_authors = float(np.mean((ht / per_trial) ** 2)) if ht is not None else np.nan
+        ess_authors = (float(_ess_width_ratio(ht, per_trial, f"{r.method} at budget {r.budget}"))
+                       if ht is not None else np.nan)
         cover_m = ((r.ci_low <= truth[:, None]) & (truth[:, None] <= r.ci_high)).mean(axis=1)
         rows.append({
             "budget": r.budget, "method": r.method, "ess": ess,
@@ -330,13 +360,12 @@ def active_ess_bootstrap(results: Sequence[ActiveResult], budget: int, methods: 
         var_u = first.truth * (1 - first.truth) / budget
         for m in methods:
             err2 = ((runs[m].estimate - runs[m].truth[:, None]) ** 2).mean(axis=1)
-            out[m] = var_u[idx].sum(axis=1) / err2[idx].sum(axis=1)
+            out[m] = _ess_pooled(var_u[idx], err2[idx], f"{m} at budget {budget} (bootstrap)")
     else:
         ref = runs["uniform_ht"].ci_high - runs["uniform_ht"].ci_low      # (n_models, n_trials)
         for m in methods:
             w = runs[m].ci_high - runs[m].ci_low
-            with np.errstate(divide="ignore", invalid="ignore"):
-                out[m] = ((ref[idx].mean(axis=1) / w[idx].mean(axis=1)) ** 2).mean(axis=1)
+            out[m] = _ess_width_ratio(ref[idx].mean(axis=1), w[idx].mean(axis=1), f"{m} at budget {budget} (bootstrap)")
     return pd.DataFrame(out)
 
 
@@ -668,8 +697,8 @@ def active_loo(Y: npt.ArrayLike, *, budget: float, methods: Sequence[str] = ("un
         cover_m = ((lo <= theta[:, None]) & (theta[:, None] <= hi)).mean(axis=1)
         cover = float(cover_m.mean())
         n_rep = est.size
-        ess_b = var_u[boot].sum(axis=1) / mse[boot].sum(axis=1)
-        rows.append({"method": m, "ess": float(var_u.sum() / mse.sum()),
+        ess_b = _ess_pooled(var_u[boot], mse[boot], f"{m} (bootstrap)")
+        rows.append({"method": m, "ess": float(_ess_pooled(var_u, mse, m)),
                      "ess_low": float(np.quantile(ess_b, 0.025)), "ess_high": float(np.quantile(ess_b, 0.975)),
                      "coverage": cover, "coverage_mcse": float(cover_m.std(ddof=1) / math.sqrt(n_m)),
                      "coverage_mcse_iid": math.sqrt(cover * (1 - cover) / n_rep),
