@@ -25,6 +25,7 @@ and the widget state is stored in the HTML. Exit status: 0 when every notebook r
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -94,7 +95,25 @@ def _cell_seconds(nb: nbformat.NotebookNode) -> list[tuple[int, float]]:
     return times
 
 
+def pin_blas_kernel() -> None:
+    """Give the kernels OpenBLAS's Haswell kernel on an x86-64 CPU with AVX2 and FMA (as the Makefile).
+
+    FAQ's adaptive draws turn the last-bit differences between OpenBLAS's per-CPU float32 kernels
+    into other items drawn; with one kernel, a refresh gives the same outputs on any such machine.
+    A caller's ``OPENBLAS_CORETYPE`` (even empty) is kept.
+    """
+    if "OPENBLAS_CORETYPE" in os.environ:
+        return
+    try:
+        flags = Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return
+    if "avx2" in flags and "fma" in flags:
+        os.environ["OPENBLAS_CORETYPE"] = "Haswell"
+
+
 def main(argv: list[str] | None = None) -> int:
+    pin_blas_kernel()
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("notebooks", nargs="+", type=Path)
     where = ap.add_mutually_exclusive_group(required=True)
