@@ -489,8 +489,8 @@ def widget_irt_redraw(sigma: float = 1.0, missing: float = 0.1, n_models: int = 
                     "(no variation left)")
     if fit.n_iter >= _IRT_MAX_ITER:
         note.append(f"stopped at the {_IRT_MAX_ITER}-iteration cap")
-    fig.suptitle(f"{_IRT_MECHANISM_TITLES[mechanism]}, {truth['missing']:.0%} missing, σ = {sigma:g}, {n_models} models × "
-                 f"{n_items} items" + ("\n" + "; ".join(note) if note else ""))
+    fig.suptitle(f"{_IRT_MECHANISM_TITLES[mechanism]}, {truth['missing']:.0%} missing, σ = {sigma:g}, "
+                 f"{n_models} models × {n_items} items" + ("\n" + "; ".join(note) if note else ""))
     if show:
         plt.show()
     return out
