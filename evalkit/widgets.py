@@ -389,6 +389,17 @@ identified anyway."""
 
 _IRT_MAX_ITER = 400
 
+_IRT_MECHANISM_LABELS: dict[str, str] = {
+    "mcar": "missing completely at random (MCAR)",
+    "mar": "parameter-dependent: weak models on hard items (not MAR)",
+    "mnar": "not at random: wrong answers go missing (MNAR)",
+}
+"""Drop-down labels of :func:`widget_irt`'s mechanisms. :func:`evalkit.simulate_2pl`'s ``"mar"`` depends on
+the latent ability and difficulty, not on observed data, so it is not MAR in the sense of notebook 02.1
+(it is ignorable for the joint fit because the fit treats those as parameters)."""
+
+_IRT_MECHANISM_TITLES = {"mcar": "MCAR", "mar": "parameter-dependent missingness", "mnar": "MNAR"}
+
 IRT_WIDGET_AXES: tuple[tuple[float, float], tuple[float, float]] = ((-4.0, 4.0), (-5.0, 5.0))
 """Fixed limits of the ability and easiness panels of :func:`widget_irt_redraw` (both axes), so that
 moving a control moves the points, not the frame. They hold the simulated truths (standard-normal
@@ -478,8 +489,8 @@ def widget_irt_redraw(sigma: float = 1.0, missing: float = 0.1, n_models: int = 
                     "(no variation left)")
     if fit.n_iter >= _IRT_MAX_ITER:
         note.append(f"stopped at the {_IRT_MAX_ITER}-iteration cap")
-    fig.suptitle(f"{mechanism.upper()}, {truth['missing']:.0%} missing, σ = {sigma:g}, {n_models} models × "
-                 f"{n_items} items" + ("\n" + "; ".join(note) if note else ""))
+    fig.suptitle(f"{_IRT_MECHANISM_TITLES[mechanism]}, {truth['missing']:.0%} missing, σ = {sigma:g}, "
+                 f"{n_models} models × {n_items} items" + ("\n" + "; ".join(note) if note else ""))
     if show:
         plt.show()
     return out
@@ -514,7 +525,8 @@ def widget_irt(**defaults: Any) -> Any:
         lambda **kw: widget_irt_redraw(**kw),
         static_first=True,
         prompts=[
-            "MCAR and MAR: the points stay on the dashed line even at 40% missing; only the scatter grows.",
+            "MCAR and parameter-dependent missingness: the points stay on the dashed line even at 40% missing; "
+            "only the scatter grows.",
             "MNAR: the abilities keep their order, but the easiness cloud moves above the line. How far, at 20%?",
             "Temperature: what changes in the fitted values when σ doubles, and what does not?",
             "Fewer models: which panel gets noisier, abilities or easiness, and why?",
@@ -523,5 +535,5 @@ def widget_irt(**defaults: Any) -> Any:
         missing=_limits_slider(v, lim, "missing", "missing fraction"),
         n_models=_limits_slider(v, lim, "n_models", "models", as_int=True),
         n_items=_limits_slider(v, lim, "n_items", "items", as_int=True),
-        mechanism=widget_choice(["mcar", "mar", "mnar"], v["mechanism"], "mechanism"),
+        mechanism=widget_choice(["mcar", "mar", "mnar"], v["mechanism"], "mechanism", labels=_IRT_MECHANISM_LABELS),
     )

@@ -235,3 +235,18 @@ def test_widget_axes_stay_put_and_say_what_they_cut():
     assert out["n_outside_b"] >= 1 and f"{int(out['n_outside_b'])} outside the axes" in axes[1].get_title()
     plt.close("all")
     assert type(ek.widget_choice([True, False], False, "with replacement")).__name__ == "Checkbox"
+
+
+def test_irt_widget_does_not_call_parameter_dependent_missingness_mar():
+    """simulate_2pl's "mar" depends on latent ability and difficulty: not MAR (notebook 05.2, section 1)."""
+    box = ek.widget_irt(mechanism="mar")
+    menu = {c.description: c for c in box.children[1].children}["mechanism"]
+    assert menu.value == "mar"
+    assert "at random given" not in menu.label and "parameter-dependent" in menu.label
+    prompts = box.children[0].value
+    assert "MCAR and MAR" not in prompts and "parameter-dependent" in prompts
+    plt.close("all")
+    ek.widget_irt_redraw(missing=0.1, mechanism="mar", n_models=100, n_items=200, show=False)
+    title = plt.gcf().get_suptitle()
+    assert title.startswith("parameter-dependent missingness") and "MAR," not in title
+    plt.close("all")
