@@ -283,6 +283,30 @@ def test_a_fresh_clone_needs_nothing_beside_it() -> None:
         assert not re.search(r"papers/\d{3}|METHODS\.md|\.\./shared", text), f"{doc} points at files users do not have"
 
 
+def test_every_notebook_runner_pins_one_blas_kernel(monkeypatch) -> None:
+    """Intent: make (all, test, lab), plain pytest and the notebook refresher all give the kernels
+    OpenBLAS's Haswell kernel on x86-64 CPUs with AVX2 and FMA, and keep a caller's choice."""
+    import importlib.util
+
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"grep -qw avx2 /proc/cpuinfo.*grep -qw fma /proc/cpuinfo.*echo Haswell", makefile)
+    assert re.search(r"^ifeq \(\$\(origin OPENBLAS_CORETYPE\),undefined\)$", makefile, re.M)
+    assert re.search(r"^export OPENBLAS_CORETYPE$", makefile, re.M)
+    flags = pathlib.Path("/proc/cpuinfo").read_text().split() if pathlib.Path("/proc/cpuinfo").exists() else []
+    if "avx2" in flags and "fma" in flags and os.environ.get("OPENBLAS_CORETYPE", "Haswell") == "Haswell":
+        assert os.environ.get("OPENBLAS_CORETYPE") == "Haswell"  # conftest.py set it for this run
+    spec = importlib.util.spec_from_file_location("execute_notebook", ROOT / "scripts" / "execute_notebook.py")
+    assert spec is not None and spec.loader is not None
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Zen")
+    runner.pin_blas_kernel()
+    assert os.environ["OPENBLAS_CORETYPE"] == "Zen"
+    monkeypatch.delenv("OPENBLAS_CORETYPE")
+    runner.pin_blas_kernel()
+    assert os.environ.get("OPENBLAS_CORETYPE") == ("Haswell" if "avx2" in flags and "fma" in flags else None)
+
+
 def test_make_all_notebook_runner_polls_and_writes_html(tmp_path: pathlib.Path) -> None:
     """Intent: scripts/execute_notebook.py (make all's runner) executes a notebook with a widget in
     the notebook's folder, writes the HTML with outputs and widget state, and its shell and iopub
