@@ -849,7 +849,9 @@ def _faq_batch(Z: np.ndarray, factors: ActiveFactors, budget: int, params: Activ
         uu = unif[:, t - 1]
         low = uu < tau
         total = mix.sum(axis=1, dtype=np.float64)
-        idx = _draw_blocked(mix, np.clip((uu - tau) / (1 - tau), 0, 1) * total, _BLOCK)
+        # (tau = 1: every draw is uniform and the inverse-CDF target is never used)
+        above = np.clip((uu - tau) / (1 - tau), 0, 1) if tau < 1 else np.zeros_like(uu)
+        idx = _draw_blocked(mix, above * total, _BLOCK)
         if low.any():
             kth = np.floor(uu[low] / tau * n_left[low]).astype(int)
             if drawn is None:

@@ -558,3 +558,24 @@ def test_loo_faithful_rows_share_the_estimates_and_differ_in_the_interval():
     assert tab.loc["faq", "width"] != pytest.approx(tab.loc["faq@faithful", "width"])
     with pytest.raises(ValueError, match="unknown setting"):
         active_loo(Y, budget=0.25, ranks=(1,), methods=("faq@magic",), n_trials=1)
+
+
+@pytest.mark.parametrize("method", ["faq", "faq_norep"])
+def test_a_floor_of_one_draws_uniformly_without_a_floating_point_warning(world, method):
+    """Intent: tau = 1 (allowed: tau in (0, 1]) is uniform sampling with FAQ's online predictions.
+
+    Every draw is then a uniform one, so each logged q_t is 1 / (items left), and the run must
+    not divide by 1 - tau = 0 on the way (a RuntimeWarning, raised here as an error).
+    """
+    import warnings
+
+    Z = world["Z"][:8]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        run = active_run(Z, world["fac"], 30, method=method, params=ActiveParams(tau=1.0), n_trials=2, seed=5,
+                         variance="source", interval="wald")
+    assert np.isfinite(run.estimate).all() and np.isfinite(run.ci_low).all() and np.isfinite(run.ci_high).all()
+    q = active_sampling_trace(Z[0], world["fac"], 30, params=ActiveParams(tau=1.0), seed=5,
+                              replace=method == "faq")
+    n_left = Z.shape[1] - (np.arange(30) if method == "faq_norep" else 0)
+    np.testing.assert_allclose(q.max(axis=1)[q.max(axis=1) > 0], 1.0 / n_left)
