@@ -202,8 +202,10 @@ def active_evaluate(results: Sequence[ActiveResult], *, n_boot: int = 500, seed:
 
     - ``ess`` (pooled realised MSE): ``sum_m theta_m (1 - theta_m) / n_b`` over the method's
       summed mean squared error, models pooled; its 95% interval ``ess_low, ess_high`` resamples
-      models (bootstrap over test models). Uniform sampling with replacement scores 1 in
-      expectation. This is evalkit's headline definition: it scores the estimate, not the interval.
+      models (bootstrap over test models). Uniform sampling with replacement scores close to 1: its
+      expected summed squared error is the numerator, and the ratio itself has a Jensen bias of the
+      order of one over the number of runs. This is evalkit's headline definition: it scores the
+      estimate, not the interval.
     - ``ess_authors``: the source's definition (its ``cleaning_results.py``): per trial (their
       seed), ``(mean uniform_ht width / mean method width)^2`` with widths averaged over models,
       then the mean over trials. The baseline is the source's own uniform, ``uniform_ht``
