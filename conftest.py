@@ -14,26 +14,18 @@ pytest imports every module of the package to collect its docstring examples, so
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 
 def _pin_blas_kernel() -> None:
-    """OpenBLAS's Haswell kernel on an x86-64 CPU with AVX2 and FMA, as the Makefile sets it.
+    """OpenBLAS's kernel pinned by ``scripts/blas_kernel.py`` (loaded by path: it is no package)."""
+    import importlib.util
 
-    Set before numpy loads OpenBLAS in this process, and inherited by nbval's notebook kernels, so
-    that a plain ``pytest`` compares the saved outputs with the same arithmetic as ``make test``
-    (FAQ's adaptive draws turn the per-CPU kernels' last-bit differences into other runs). A
-    caller's ``OPENBLAS_CORETYPE`` (even empty) is kept.
-    """
-    if "OPENBLAS_CORETYPE" in os.environ:
-        return
-    try:
-        flags = Path("/proc/cpuinfo").read_text().split()
-    except OSError:
-        return
-    if "avx2" in flags and "fma" in flags:
-        os.environ["OPENBLAS_CORETYPE"] = "Haswell"
+    spec = importlib.util.spec_from_file_location("blas_kernel", Path(__file__).parent / "scripts" / "blas_kernel.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.pin_blas_kernel()
 
 
 _pin_blas_kernel()

@@ -25,7 +25,6 @@ and the widget state is stored in the HTML. Exit status: 0 when every notebook r
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -37,6 +36,9 @@ from typing import Any
 import nbformat
 from nbclient import NotebookClient
 from nbconvert import HTMLExporter
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from blas_kernel import pin_blas_kernel  # noqa: E402 (a sibling script, standard library only)
 
 POLL_SECONDS = 1.0
 
@@ -93,23 +95,6 @@ def _cell_seconds(nb: nbformat.NotebookNode) -> list[tuple[int, float]]:
             end = datetime.fromisoformat(ex["shell.execute_reply"].replace("Z", "+00:00"))
             times.append((i, (end - start).total_seconds()))
     return times
-
-
-def pin_blas_kernel() -> None:
-    """Give the kernels OpenBLAS's Haswell kernel on an x86-64 CPU with AVX2 and FMA (as the Makefile).
-
-    FAQ's adaptive draws turn the last-bit differences between OpenBLAS's per-CPU float32 kernels
-    into other items drawn; with one kernel, a refresh gives the same outputs on any such machine.
-    A caller's ``OPENBLAS_CORETYPE`` (even empty) is kept.
-    """
-    if "OPENBLAS_CORETYPE" in os.environ:
-        return
-    try:
-        flags = Path("/proc/cpuinfo").read_text().split()
-    except OSError:
-        return
-    if "avx2" in flags and "fma" in flags:
-        os.environ["OPENBLAS_CORETYPE"] = "Haswell"
 
 
 def main(argv: list[str] | None = None) -> int:

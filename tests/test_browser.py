@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -100,6 +101,7 @@ def lab_url() -> Iterator[str]:
            f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={TOKEN}",
            f"--ServerApp.root_dir={NOTEBOOKS}", "--LabApp.news_url=", "--allow-root"]
     log = open(home / "lab.log", "w")  # noqa: SIM115 (closed below)
+    LAB_LOG.append(home / "lab.log")
     proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=NOTEBOOKS)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -121,6 +123,9 @@ def lab_url() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(home / "lab.log", SHOTS / "lab.log")  # the server's side of any failure
+        LAB_LOG.clear()
         shutil.rmtree(home, ignore_errors=True)
 
 
@@ -138,10 +143,42 @@ def browser(lab_url: str) -> Iterator[Any]:
             b.close()
 
 
+# The server's log, kept for the failure message of a request the server keeps refusing.
+LAB_LOG: list[pathlib.Path] = []
+# How long a transient server error (a 5xx, a refused or timed-out connection) is ridden out.
+SERVER_RETRY_S = 60.0
+
+
+def _list_kernels(url: str) -> list[dict[str, Any]]:
+    """The server's running kernels.
+
+    Jupyter Server can answer a 5xx for a moment while a kernel is being started or stopped (its
+    model is read half-built). Such an answer is asked again for up to SERVER_RETRY_S; an error that
+    lasts longer fails with the tail of the server's log, so a broken server is still reported.
+    """
+    deadline = time.monotonic() + SERVER_RETRY_S
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/api/kernels?token={TOKEN}", timeout=10) as r:
+                return list(json.load(r))
+        except urllib.error.HTTPError as e:
+            if e.code < 500 or time.monotonic() > deadline:
+                raise AssertionError(f"GET /api/kernels answered {e.code} for {SERVER_RETRY_S:.0f} s;"
+                                     f" server log:\n{_lab_log_tail()}") from e
+        except OSError as e:  # refused, reset or timed out
+            if time.monotonic() > deadline:
+                raise AssertionError(f"GET /api/kernels failed for {SERVER_RETRY_S:.0f} s ({e});"
+                                     f" server log:\n{_lab_log_tail()}") from e
+        time.sleep(1.0)
+
+
+def _lab_log_tail() -> str:
+    return LAB_LOG[-1].read_text(errors="replace")[-3000:] if LAB_LOG and LAB_LOG[-1].exists() else "(none)"
+
+
 def _shutdown_kernels(url: str) -> None:
     """Stop every kernel the test started, so the next notebook starts alone."""
-    with urllib.request.urlopen(f"{url}/api/kernels?token={TOKEN}", timeout=10) as r:
-        kernels = json.load(r)
+    kernels = _list_kernels(url)
     for k in kernels:
         req = urllib.request.Request(f"{url}/api/kernels/{k['id']}?token={TOKEN}", method="DELETE")
         with urllib.request.urlopen(req, timeout=30):
@@ -149,8 +186,7 @@ def _shutdown_kernels(url: str) -> None:
 
 
 def _kernels_idle(url: str) -> bool:
-    with urllib.request.urlopen(f"{url}/api/kernels?token={TOKEN}", timeout=10) as r:
-        kernels = json.load(r)
+    kernels = _list_kernels(url)
     return bool(kernels) and all(k.get("execution_state") == "idle" for k in kernels)
 
 

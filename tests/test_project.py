@@ -285,7 +285,8 @@ def test_a_fresh_clone_needs_nothing_beside_it() -> None:
 
 def test_every_notebook_runner_pins_one_blas_kernel(monkeypatch) -> None:
     """Intent: make (all, test, lab), plain pytest and the notebook refresher all give the kernels
-    OpenBLAS's Haswell kernel on x86-64 CPUs with AVX2 and FMA, and keep a caller's choice."""
+    OpenBLAS's Haswell kernel on x86-64 CPUs with AVX2 and FMA, and keep a caller's choice; the
+    check is written once (scripts/blas_kernel.py) and called by conftest.py and the refresher."""
     import importlib.util
 
     makefile = (ROOT / "Makefile").read_text()
@@ -295,6 +296,8 @@ def test_every_notebook_runner_pins_one_blas_kernel(monkeypatch) -> None:
     flags = pathlib.Path("/proc/cpuinfo").read_text().split() if pathlib.Path("/proc/cpuinfo").exists() else []
     if "avx2" in flags and "fma" in flags and os.environ.get("OPENBLAS_CORETYPE", "Haswell") == "Haswell":
         assert os.environ.get("OPENBLAS_CORETYPE") == "Haswell"  # conftest.py set it for this run
+    assert "blas_kernel.py" in (ROOT / "conftest.py").read_text()
+    assert "from blas_kernel import pin_blas_kernel" in (ROOT / "scripts" / "execute_notebook.py").read_text()
     spec = importlib.util.spec_from_file_location("execute_notebook", ROOT / "scripts" / "execute_notebook.py")
     assert spec is not None and spec.loader is not None
     runner = importlib.util.module_from_spec(spec)
