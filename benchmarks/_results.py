@@ -53,6 +53,22 @@ def _commit() -> str:
         return "unknown"
 
 
+def _blas() -> dict[str, Any] | None:
+    """The BLAS numpy uses: library, version and the kernel it chose for this CPU (``None`` if unknown).
+
+    OpenBLAS picks a kernel by CPU at load time (``OPENBLAS_CORETYPE`` overrides it); timings and the
+    last bits of some results depend on it, so it is part of a result's provenance.
+    """
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return None
+    for lib in threadpool_info():
+        if lib.get("user_api") == "blas":
+            return {k: lib.get(k) for k in ("internal_api", "version", "architecture", "num_threads")}
+    return None
+
+
 def write_results(name: str, payload: dict[str, Any], argv: list[str] | None = None) -> Path:
     """Write ``payload`` with its provenance to ``benchmarks/results/<name>.json``; return the path.
 
@@ -71,6 +87,7 @@ def write_results(name: str, payload: dict[str, Any], argv: list[str] | None = N
             "load_average_1_5_15": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
             "python": platform.python_version(),
             "platform": platform.platform(),
+            "blas": _blas(),
         },
         "results": payload,
     }
