@@ -413,3 +413,34 @@ def test_each_part_is_one_sitting(path: pathlib.Path) -> None:
     words = sum(len("".join(c["source"]).split()) for c in cells if c["cell_type"] == "markdown")
     assert words <= 2600, f"{path.name}: {words} words of prose (at most 2,600 per part)"
     assert len(cells) <= 40, f"{path.name}: {len(cells)} cells (at most 40 per part)"
+
+
+def test_nbval_kernel_start_is_retried_and_still_fails_when_it_always_fails() -> None:
+    """A kernel that dies at start is started again; one that dies at every try still raises."""
+    nbval_kernel = pytest.importorskip("nbval.kernel")
+    wrapper = nbval_kernel.start_new_kernel
+    assert getattr(wrapper, "inner", None) is not None, "conftest.py did not wrap nbval's kernel start"
+    real = wrapper.inner
+    calls: list[int] = []
+
+    def dies_twice(*args: object, **kwargs: object) -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise RuntimeError("Kernel died before replying to kernel_info")
+        return "started"
+
+    def always_dies(*args: object, **kwargs: object) -> str:
+        calls.append(1)
+        raise RuntimeError("Kernel died before replying to kernel_info")
+
+    try:
+        wrapper.inner = dies_twice
+        assert wrapper(kernel_name="python3") == "started"
+        assert len(calls) == 3
+        calls.clear()
+        wrapper.inner = always_dies
+        with pytest.raises(RuntimeError, match="Kernel died"):
+            wrapper(kernel_name="python3")
+        assert len(calls) == wrapper.attempts
+    finally:
+        wrapper.inner = real
