@@ -847,6 +847,20 @@ def _ratio_estimate(num: np.ndarray, den: np.ndarray, codes: np.ndarray, n_queri
     return Estimate(R * scale, se, lo, hi, float(n_queries - 1), method, int(num.size), n_queries)
 
 
+def _gain_table(global_name: str, nll: Mapping[tuple[str, str], np.ndarray], nll_global: np.ndarray,
+                query: np.ndarray, n_q: int, alpha: float) -> pd.DataFrame:
+    """One row per method and mode (the global fit first): mean nll, gain vs global BT, its interval."""
+    rows: list[dict[str, object]] = [
+        {"method": global_name, "mode": "none", "nll": float(nll_global.mean()), "gain": 0.0, "se": 0.0,
+         "ci_low": 0.0, "ci_high": 0.0, "n_queries": n_q, "n_comparisons": int(query.size)}]
+    for (name, mode), a in nll.items():
+        est = _ratio_estimate(nll_global - a, nll_global, query, n_q, f"ranking gain, {name} {mode}", alpha)
+        rows.append({"method": name, "mode": mode, "nll": float(a.mean()), "gain": est.estimate, "se": est.se,
+                     "ci_low": est.ci_low, "ci_high": est.ci_high, "n_queries": n_q,
+                     "n_comparisons": int(query.size)})
+    return pd.DataFrame(rows)
+
+
 @dataclass(frozen=True)
 class ECCEvaluation:
     """Held-out ranking gains (and routing quality) of ECC fits and baselines.
@@ -866,6 +880,10 @@ class ECCEvaluation:
     query : (n_comparisons,) int array
         Query code of each held-out comparison.
     alpha : float
+    held : DataFrame or None
+        ``item, winner, loser`` of the held-out comparisons, in the order of ``nll``.
+    probes : DataFrame or None
+        ``item, winner, loser`` of the probe comparison of each evaluated test query.
     """
 
     table: pd.DataFrame
@@ -874,6 +892,8 @@ class ECCEvaluation:
     nll_global: np.ndarray
     query: np.ndarray
     alpha: float
+    held: pd.DataFrame | None = None
+    probes: pd.DataFrame | None = None
 
     def gain(self, method: str, mode: str) -> Estimate:
         """The gain (%) of ``method`` in ``mode`` with its interval."""
@@ -888,6 +908,50 @@ class ECCEvaluation:
         n_q = int(self.query.max()) + 1
         return _ratio_estimate(nb - na, self.nll_global, self.query, n_q, f"gain difference, {a} - {b} {mode}",
                                self.alpha)
+
+    def mode_difference(self, method: str, mode: str, base: Mode = "emb") -> Estimate:
+        """Gain of ``method`` in ``mode`` minus its gain in ``base`` (percentage points), paired over the
+        same comparisons (queries as clusters, as :meth:`difference`)."""
+        na, nb = self._get(method, mode), self._get(method, base)
+        n_q = int(self.query.max()) + 1
+        return _ratio_estimate(nb - na, self.nll_global, self.query, n_q,
+                               f"gain difference, {method} {mode} - {base}", self.alpha)
+
+    def subset(self, keep: np.ndarray) -> ECCEvaluation:
+        """The evaluation on the held-out comparisons where ``keep`` is true.
+
+        Parameters
+        ----------
+        keep : (n_comparisons,) bool array
+            In the order of ``nll`` (and ``held``).
+
+        Returns
+        -------
+        ECCEvaluation
+            Gains and intervals recomputed on the kept comparisons; a query left without one drops
+            out. ``routing`` is ``None`` (it is per query, not per comparison).
+
+        Raises
+        ------
+        ValueError
+            ``keep`` of the wrong shape or keeping no comparison.
+        """
+        k = np.asarray(keep)
+        if k.dtype != bool or k.shape != self.query.shape:
+            raise EvalkitInputError("keep", f"keep must be a boolean array of shape {self.query.shape}")
+        if not k.any():
+            raise EvalkitInputError("keep", "keep selects no held-out comparison")
+        kept_queries, query = np.unique(self.query[k], return_inverse=True)
+        query = query.astype(np.intp)
+        nll = {key: a[k] for key, a in self.nll.items()}
+        nll_global = self.nll_global[k]
+        global_name = str(self.table["method"].iloc[0])
+        held = None if self.held is None else self.held[k].reset_index(drop=True)
+        probes = None
+        if self.probes is not None and held is not None:
+            probes = self.probes[self.probes["item"].astype(str).isin(held["item"].astype(str))].reset_index(drop=True)
+        table = _gain_table(global_name, nll, nll_global, query, kept_queries.size, self.alpha)
+        return ECCEvaluation(table, None, nll, nll_global, query, self.alpha, held, probes)
 
     def _get(self, method: str, mode: str) -> np.ndarray:
         try:
@@ -997,7 +1061,6 @@ def ecc_evaluate(fits: Mapping[str, ECCFit] | Sequence[ECCFit], test_pairs: pd.D
     iw, il = _model_index(ref, w), _model_index(ref, lo)
     nll_global = -log_expit(ref.theta[0, iw] - ref.theta[0, il])
 
-    rows: list[dict[str, object]] = []
     nll: dict[tuple[str, str], np.ndarray] = {}
     route_rows: list[dict[str, object]] = []
     Qmat: np.ndarray | None = None
@@ -1014,20 +1077,13 @@ def ecc_evaluate(fits: Mapping[str, ECCFit] | Sequence[ECCFit], test_pairs: pd.D
             raise EvalkitInputError("quality", f"quality lacks models {list(ref.models[cpos < 0][:5])}")
         Qmat = np.nan_to_num(Qdf.to_numpy(dtype=float)[np.ix_(qpos, cpos)], nan=0.0)
     probe_items = probes[probes["item"].astype(str).isin(items)]
-    rows.append({"method": globals_[0], "mode": "none", "nll": float(nll_global.mean()), "gain": 0.0,
-                 "se": 0.0, "ci_low": 0.0, "ci_high": 0.0, "n_queries": n_q, "n_comparisons": int(query.size)})
     for name, f in named.items():
         if f.K == 1:
             continue
         for mode in modes:
             resp = ecc_infer(f, emb, mode=mode, probes=probe_items, T=T_infer)
             p = ecc_predict(f, resp[query], w, lo)
-            a = -np.log(np.clip(p, 1e-300, None))
-            nll[(name, mode)] = a
-            est = _ratio_estimate(nll_global - a, nll_global, query, n_q, f"ranking gain, {name} {mode}", alpha)
-            rows.append({"method": name, "mode": mode, "nll": float(a.mean()), "gain": est.estimate, "se": est.se,
-                         "ci_low": est.ci_low, "ci_high": est.ci_high, "n_queries": n_q,
-                         "n_comparisons": int(query.size)})
+            nll[(name, mode)] = -np.log(np.clip(p, 1e-300, None))
             if Qmat is not None:
                 choice = np.argmax(ecc_scores(f, resp), axis=1)
                 route_rows.append({"method": name, "mode": mode,
@@ -1039,7 +1095,10 @@ def ecc_evaluate(fits: Mapping[str, ECCFit] | Sequence[ECCFit], test_pairs: pd.D
                            "quality": float(Qmat[:, best].mean())})
         route_rows.append({"method": "oracle", "mode": "none", "quality": float(Qmat.max(axis=1).mean())})
         routing = pd.DataFrame(route_rows)
-    return ECCEvaluation(pd.DataFrame(rows), routing, nll, nll_global, query, float(alpha))
+    table = _gain_table(globals_[0], nll, nll_global, query, n_q, alpha)
+    return ECCEvaluation(table, routing, nll, nll_global, query, float(alpha),
+                         held[["item", "winner", "loser"]].reset_index(drop=True),
+                         probe_items[["item", "winner", "loser"]].reset_index(drop=True))
 
 
 # --------------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import doctest
 import hashlib
 import pathlib
@@ -263,6 +264,41 @@ def test_gain_interval_agrees_with_the_query_bootstrap(sim, split, fits):
     # the bootstrap SD has relative MC error ~ 1/sqrt(2 * 400) = 3.5%; allow 4 of those plus the
     # finite-sample difference between the sandwich and the bootstrap (a few %)
     assert est.se == pytest.approx(boot.se, rel=0.2)
+
+
+def test_mode_difference_is_the_paired_difference_of_two_modes(sim, split, fits):
+    ev = ek.ecc_evaluate(fits, split[1], sim.embeddings, seed=0)
+    d = ev.mode_difference("ECC", "emb+probe")
+    assert d.estimate == pytest.approx(ev.gain("ECC", "emb+probe").estimate - ev.gain("ECC", "emb").estimate)
+    # the same CR1 ratio as `difference`, with the two modes as two methods
+    modes = {("a", "emb"): ev.nll[("ECC", "emb+probe")], ("b", "emb"): ev.nll[("ECC", "emb")]}
+    swapped = dataclasses.replace(ev, nll=modes)
+    same = swapped.difference("a", "b", "emb")
+    assert (d.estimate, d.se) == pytest.approx((same.estimate, same.se))
+    with pytest.raises(ValueError, match="no result"):
+        ev.mode_difference("ECC", "probe", base="none")
+
+
+def test_held_out_comparisons_and_probes_are_kept_and_can_be_subset(sim, split, fits):
+    ev = ek.ecc_evaluate(fits, split[1], sim.embeddings, seed=0)
+    held, probes = ev.held, ev.probes
+    assert len(held) == ev.nll_global.size
+    assert sorted(probes["item"]) == sorted(np.unique(held["item"]))   # one probe per evaluated query
+    assert len(held) + len(probes) <= len(split[1])
+    # everything kept: the same table
+    same = ev.subset(np.ones(held.shape[0], dtype=bool))
+    pd.testing.assert_frame_equal(same.table, ev.table)
+    # a subset: the gain of the kept comparisons, queries without one dropped
+    keep = (held["winner"] != "m0").to_numpy() & (held["loser"] != "m0").to_numpy()
+    sub = ev.subset(keep)
+    a, g = ev.nll[("ECC", "emb")][keep], ev.nll_global[keep]
+    assert sub.gain("ECC", "emb").estimate == pytest.approx(100 * (1 - a.sum() / g.sum()))
+    assert sub.table["n_queries"].iloc[0] == np.unique(held["item"][keep]).size == sub.query.max() + 1
+    assert set(sub.probes["item"]) == set(sub.held["item"]) and sub.routing is None
+    with pytest.raises(ValueError, match="boolean array"):
+        ev.subset(np.ones(3, dtype=bool))
+    with pytest.raises(ValueError, match="no held-out"):
+        ev.subset(np.zeros(held.shape[0], dtype=bool))
 
 
 def test_routing_is_between_best_single_and_oracle(sim, split, fits):
