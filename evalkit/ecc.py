@@ -897,25 +897,21 @@ class ECCEvaluation:
 
     def gain(self, method: str, mode: str) -> Estimate:
         """The gain (%) of ``method`` in ``mode`` with its interval."""
-        a = self._get(method, mode)
-        n_q = int(self.query.max()) + 1
-        return _ratio_estimate(self.nll_global - a, self.nll_global, self.query, n_q,
-                               f"ranking gain, {method} {mode}", self.alpha)
+        return self._paired(self.nll_global - self._get(method, mode), f"ranking gain, {method} {mode}")
 
     def difference(self, a: str, b: str, mode: str) -> Estimate:
         """Gain of ``a`` minus gain of ``b`` (percentage points), paired over the same comparisons."""
-        na, nb = self._get(a, mode), self._get(b, mode)
-        n_q = int(self.query.max()) + 1
-        return _ratio_estimate(nb - na, self.nll_global, self.query, n_q, f"gain difference, {a} - {b} {mode}",
-                               self.alpha)
+        return self._paired(self._get(b, mode) - self._get(a, mode), f"gain difference, {a} - {b} {mode}")
 
     def mode_difference(self, method: str, mode: str, base: Mode = "emb") -> Estimate:
         """Gain of ``method`` in ``mode`` minus its gain in ``base`` (percentage points), paired over the
         same comparisons (queries as clusters, as :meth:`difference`)."""
-        na, nb = self._get(method, mode), self._get(method, base)
-        n_q = int(self.query.max()) + 1
-        return _ratio_estimate(nb - na, self.nll_global, self.query, n_q,
-                               f"gain difference, {method} {mode} - {base}", self.alpha)
+        return self._paired(self._get(method, base) - self._get(method, mode),
+                            f"gain difference, {method} {mode} - {base}")
+
+    def _paired(self, saved: np.ndarray, label: str) -> Estimate:
+        """``100 sum(saved) / sum(nll_global)`` over the held-out comparisons, CR1 with queries as clusters."""
+        return _ratio_estimate(saved, self.nll_global, self.query, int(self.query.max()) + 1, label, self.alpha)
 
     def subset(self, keep: np.ndarray) -> ECCEvaluation:
         """The evaluation on the held-out comparisons where ``keep`` is true.
