@@ -114,8 +114,9 @@ VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTED)
 
 PAPERS: Mapping[str, str] = {
     "MISSING": (
+        "Zhenghao Zeng, David Arbour, Avi Feller, Ishita Dasgupta, Atanu R. Sinha, Edward H. Kennedy. "
         "Handling Missing Responses under Cluster Dependence with Applications to Language Model "
-        "Evaluation. Submission to NeurIPS 2025 (authors not stated in the project's source)."
+        "Evaluation. NeurIPS 2025, arXiv:2510.20928."
     ),
     "FAQ": (
         "Skyler Wu, Yash Nair, Emmanuel J. Candes. Efficient Evaluation of LLM Performance with "
