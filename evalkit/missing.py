@@ -12,7 +12,8 @@ clustering of items:
   complete-case and the missing-as-wrong / missing-as-right bounds;
 * **the one report call** ``missing_report``: every estimator side by side for one model or a
   pair, with ICC, design effect, effective n, the missingness breakdown and notes saying what the
-  estimates cannot do (clusters without respondents, heavy truncation).
+  estimates cannot do (clusters without respondents, heavy truncation, a fitted propensity that fails
+  its checks).
 
 Propensity models live in :mod:`evalkit.missing_propensity`, the delta sensitivity analysis in
 :mod:`evalkit.missing_sensitivity`, the simulation study and the teaching widget in
@@ -55,6 +56,7 @@ from .clustered import (
 from .data import _long_validate
 from .errors import DegenerateDataWarning, EvalkitInputError, EvalkitInputTypeError, OverlapWarning
 from .missing_propensity import (
+    PropensityDiagnostics,
     PropensityFit,
     PropensityKind,
     _as_features,
@@ -158,7 +160,14 @@ class MissingDetails:
         Model -> weight diagnostics (:meth:`Weights.summary`).
     notes : list of str
         What the estimates cannot do, in words (the same sentences as the report's ``note``
-        column and its warnings): clusters without respondents, heavy truncation.
+        column and its warnings): clusters without respondents, heavy truncation; and one sentence
+        per failed propensity check, naming the model and the propensity.
+    checks : dict
+        Model -> {propensity name -> :class:`~evalkit.missing_propensity.PropensityDiagnostics`}:
+        the checks of every propensity the report fits for that model (``"plain logistic"``,
+        ``"random intercept"``, ``"doubly robust, cross-fitted logistic"`` whose entry is the DR
+        estimate's :class:`~evalkit.missing_dr.DRDiagnostics`, and with ``compare`` the
+        comparison's propensities where they differ from the model's own).
     """
 
     by_reason: pd.DataFrame
@@ -166,6 +175,7 @@ class MissingDetails:
     propensity: dict
     weights: dict
     notes: list = field(default_factory=list)
+    checks: dict = field(default_factory=dict)
 
 
 def _kish(w: np.ndarray) -> float:
@@ -801,10 +811,17 @@ def _report_input(long_df: pd.DataFrame, features: Sequence[str] | None, cluster
     return sub, feats, models
 
 
+def _check_notes(m: str, checks: dict[str, PropensityDiagnostics]) -> list[str]:
+    """One note per failed check of each propensity, naming the model and the propensity."""
+    return [f"model {m!r}: propensity check failed ({name}): {p}" for name, c in checks.items() for p in c.problems]
+
+
 def _report_ipw(m: str, y: np.ndarray, cl: np.ndarray, X: pd.DataFrame | None, truncate: Truncation,
                 method: Literal["laplace", "aghq"], n_boot: int, seed: int, alpha: float,
-                info: dict[str, Any]) -> tuple[list[dict[str, Any]], PropensityFit, dict, list[str]]:
-    """The IPW rows of one model with some missing answers, and the notes saying what they cannot do."""
+                info: dict[str, Any]) -> tuple[list[dict[str, Any]], PropensityFit, dict, list[str],
+                                               dict[str, PropensityDiagnostics], dict[str, np.ndarray]]:
+    """The IPW rows of one model with some missing answers, the notes saying what they cannot do, the checks of
+    both propensities (overlap, balance after weighting, calibration) and their fitted values."""
     obs = ~np.isnan(y)
     yo, co = y[obs], cl[obs]
     rows: list[dict[str, Any]] = []
@@ -819,11 +836,13 @@ def _report_ipw(m: str, y: np.ndarray, cl: np.ndarray, X: pd.DataFrame | None, t
         notes.append(f"model {m!r}: {ri_note}")
         warn(f"model {m!r}: {ri_note}")
     fit_l = propensity_fit(obs.astype(float), X, cl, kind="logistic")
+    checks = {"plain logistic": propensity_diagnostics(obs.astype(float), fit_l, X, cl, plot=False)}
     W = weights_compute(fit_l.p[obs], truncate)
     rows.append(_row(m, "IPW logistic, CR1", mean_estimate(yo, co, weights=W.w, se="CR1", alpha=alpha),
                      deff_emp=_deff_or_nan(yo, co, W.w), ess=W.ess, mass_cut=W.mass_cut, max_weight=W.max_weight,
                      truncation=W.rule, **info))
     fit_r = propensity_fit(obs.astype(float), X, cl, kind="random", method=method)
+    checks["random intercept"] = propensity_diagnostics(obs.astype(float), fit_r, X, cl, plot=False)
     W = weights_compute(fit_r.p[obs], truncate)
     info_r = dict(info, icc_missing_latent=icc_latent(fit_r.sigma_u), sigma_u=fit_r.sigma_u)
     cut_note = ""
@@ -847,18 +866,17 @@ def _report_ipw(m: str, y: np.ndarray, cl: np.ndarray, X: pd.DataFrame | None, t
         b = ipw_bootstrap(y, cl, features=X, kind="random", method=method, truncate=truncate,
                           n_boot=n_boot, seed=seed, alpha=alpha)
         rows.append(_row(m, "IPW random intercept, cluster bootstrap", b, truncation=W.rule, note=ri_note, **info_r))
-    # model checks of the random-intercept propensity (overlap, balance, calibration): a failed check is a note
-    checks = propensity_diagnostics(obs.astype(float), fit_r, X, cl, plot=False)
-    notes += [f"model {m!r}: propensity check failed: {p}" for p in checks.problems]
     summary: dict[str, Any] = dict(W.summary())
-    summary["propensity_checks"] = checks
-    return rows, fit_r, summary, notes
+    summary["propensity_checks"] = checks["random intercept"]
+    return rows, fit_r, summary, notes, checks, {"plain logistic": fit_l.p, "random intercept": fit_r.p}
 
 
 def _report_model(m: str, d: pd.DataFrame, feats: list[str], truncate: Truncation,
                   method: Literal["laplace", "aghq"], n_boot: int, seed: int, guess_rate: float | None,
-                  alpha: float) -> tuple[list[dict[str, Any]], PropensityFit | None, dict | None, list[str]]:
-    """Every row of one model: complete case, bounds, optional guess rule, IPW."""
+                  alpha: float) -> tuple[list[dict[str, Any]], PropensityFit | None, dict | None, list[str],
+                                         dict[str, PropensityDiagnostics], dict[str, np.ndarray]]:
+    """Every row of one model (complete case, bounds, optional guess rule, IPW, DR), its notes, the checks of
+    every propensity fitted for it (a failed one is a note) and the IPW propensities' fitted values."""
     y = d["correct"].to_numpy(dtype=float)
     obs = ~np.isnan(y)
     cl = d["cluster"].to_numpy()
@@ -898,16 +916,20 @@ def _report_model(m: str, d: pd.DataFrame, feats: list[str], truncate: Truncatio
         for name in ("IPW logistic, CR1", "IPW random intercept, CR1", "IPW random intercept, CR2"):
             rows.append(_row(m, name, missing_complete_case(y, cl, se=name[-3:], alpha=alpha),  # type: ignore[arg-type]
                              deff_emp=_deff_or_nan(yo, co), **info))
-        return rows, None, None, []
-    ipw_rows, fit_r, wdiag, notes = _report_ipw(m, y, cl, X, truncate, method, n_boot, seed, alpha, info)
+        return rows, None, None, [], {}, {}
+    ipw_rows, fit_r, wdiag, notes, checks, p_fit = _report_ipw(m, y, cl, X, truncate, method, n_boot, seed, alpha,
+                                                                info)
     if X is not None:
-        ipw_rows += _report_dr(m, y, cl, X, seed, alpha, info)
-    return rows + ipw_rows, fit_r, wdiag, notes
+        dr_rows, dr_checks = _report_dr(m, y, cl, X, seed, alpha, info)
+        ipw_rows += dr_rows
+        checks.update(dr_checks)
+    return rows + ipw_rows, fit_r, wdiag, notes + _check_notes(m, checks), checks, p_fit
 
 
 def _report_dr(m: str, y: np.ndarray, cl: np.ndarray, X: pd.DataFrame, seed: int, alpha: float,
-               info: dict[str, Any]) -> list[dict[str, Any]]:
-    """The doubly robust rows (logistic outcome and propensity on the report's features, 5 folds of clusters)."""
+               info: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, PropensityDiagnostics]]:
+    """The doubly robust rows (logistic outcome and propensity on the report's features, 5 folds of clusters) and
+    the checks of its cross-fitted propensity (:attr:`DREstimate.diagnostics`)."""
     from .missing_dr import dr_estimate
 
     K = min(5, int(np.unique(cl).size))
@@ -915,17 +937,23 @@ def _report_dr(m: str, y: np.ndarray, cl: np.ndarray, X: pd.DataFrame, seed: int
         e = dr_estimate(y, cl, features=X, folds=K, seed=seed, alpha=alpha)
     except ValueError as exc:
         warn(f"model {m!r}: the doubly robust rows are not computed: {exc}")
-        return []
+        return [], {}
     note = (f"AIPW, outcome and propensity logistic on {list(X.columns)}, cross-fitted on {K} folds of whole "
             "clusters; consistent if either model is right")
     deff = (e.ses["CR1"] / e.ses["iid"]) ** 2 if e.ses["iid"] > 0 else float("nan")
-    return [_row(m, f"DR logistic, cross-fit, {s}", e.as_estimate(s, alpha), deff_emp=deff, note=note, **info)
+    rows = [_row(m, f"DR logistic, cross-fit, {s}", e.as_estimate(s, alpha), deff_emp=deff, note=note, **info)
             for s in ("CR1", "CR2")]
+    return rows, ({} if e.diagnostics is None else {"doubly robust, cross-fitted logistic": e.diagnostics})
 
 
 def _report_compare(per_model: dict[str, pd.DataFrame], compare: tuple[str, str], feats: list[str],
-                    truncate: Truncation, method: Literal["laplace", "aghq"], alpha: float) -> list[dict[str, Any]]:
-    """The rows of the difference A - B on the shared items."""
+                    truncate: Truncation, method: Literal["laplace", "aghq"], alpha: float,
+                    p_own: dict[str, dict[str, np.ndarray]]
+                    ) -> tuple[list[dict[str, Any]], dict[str, dict[str, PropensityDiagnostics]], list[str]]:
+    """The rows of the difference A - B on the shared items, with the checks of the comparison's propensities.
+
+    A comparison propensity equal to the one of the model's own rows (same items, same features) was checked
+    there; the others are checked here and each failed check is a note."""
     df_a, df_b = (per_model[k] for k in compare)
     both = df_a[["item", "cluster", "correct"]].merge(df_b[["item", "correct"]], on="item", suffixes=("_a", "_b"))
     if len(both) == 0:
@@ -947,14 +975,25 @@ def _report_compare(per_model: dict[str, pd.DataFrame], compare: tuple[str, str]
                  "estimate": np.nan, "n": len(both), "n_clusters": np.unique(cl).size})
     Xab = df_a.set_index("item").loc[both["item"], feats].to_numpy(dtype=float) if feats else None
     kind_: PropensityKind
+    checks: dict[str, dict[str, PropensityDiagnostics]] = {}
+    notes: list[str] = []
     for kind_ in ("logistic", "random"):
         pa = _p_or_ones(ya, Xab, cl, kind_, method)
         pb = _p_or_ones(yb, Xab, cl, kind_, method)
+        name = "plain logistic" if kind_ == "logistic" else "random intercept"
+        for k, other, yk, pk in ((compare[0], compare[1], ya, pa), (compare[1], compare[0], yb, pb)):
+            own = p_own.get(k, {}).get(name)
+            r = ~np.isnan(yk)
+            if r.all() or (own is not None and own.shape == pk.shape and np.allclose(own, pk, rtol=0, atol=1e-12)):
+                continue
+            label = f"{name}, comparison on the {yk.size} items shared with {other!r}"
+            checks.setdefault(k, {})[label] = propensity_diagnostics(r.astype(float), pk, Xab, cl, plot=False)
+            notes += _check_notes(k, {label: checks[k][label]})
         cr_kinds: tuple[Literal["CR1", "CR2"], ...] = ("CR1",) if kind_ == "logistic" else ("CR1", "CR2")
         for cr in cr_kinds:
             est = ipw_compare(ya, yb, cl, p_a=pa, p_b=pb, truncate=truncate, se=cr, alpha=alpha)
             rows.append(_row(lab, f"{_KIND_LABEL[kind_]}, {cr}", est))
-    return rows
+    return rows, checks, notes
 
 
 def missing_report(long_df: pd.DataFrame, *, features: Sequence[str] | None = None, cluster: str = "cluster",
@@ -982,10 +1021,14 @@ def missing_report(long_df: pd.DataFrame, *, features: Sequence[str] | None = No
     What the report says it cannot do (a warning, a ``note`` on the rows concerned and a sentence
     in ``attrs["missing"].notes``): a cluster with no answered item (IPW then estimates the
     accuracy of the other clusters only; the warning names the clusters), and truncation that cuts
-    more than 5% of the weight mass. The random-intercept propensity of each model is checked before its rows
-    are read (:func:`propensity_diagnostics`: overlap, balance after weighting, calibration); the
-    result is under ``"propensity_checks"`` in that model's weight diagnostics, and each failed check
-    adds a sentence to ``attrs["missing"].notes``.
+    more than 5% of the weight mass. Every propensity the report fits is checked before its rows
+    are read (:func:`propensity_diagnostics`: overlap, balance of the features and cluster shares
+    after weighting, calibration): the plain logistic and the random-intercept propensity of each
+    model, the cross-fitted propensity of its doubly robust rows, and with ``compare`` the
+    comparison's propensities on the shared items where they differ from the model's own. The
+    results are in ``attrs["missing"].checks`` (the random-intercept one also under
+    ``"propensity_checks"`` in that model's weight diagnostics), and each failed check adds a
+    sentence naming the model and the propensity to ``attrs["missing"].notes``.
 
     Paper: [MISSING]. Taught in ``notebooks/02.2-missing-responses-propensity-checks-and-report.ipynb``.
 
@@ -1022,7 +1065,8 @@ def missing_report(long_df: pd.DataFrame, *, features: Sequence[str] | None = No
     DataFrame
         One row per (model, estimator). ``attrs["missing"]`` is a :class:`MissingDetails` with
         the breakdown by reason and by cluster (:func:`missing_breakdown`), the fitted
-        random-intercept :class:`PropensityFit` per model, the weight diagnostics and the notes.
+        random-intercept :class:`PropensityFit` per model, the weight diagnostics, the checks of every
+        fitted propensity and the notes.
 
     Raises
     ------
@@ -1053,22 +1097,30 @@ def missing_report(long_df: pd.DataFrame, *, features: Sequence[str] | None = No
     fits: dict[str, PropensityFit] = {}
     wdiag: dict[str, dict] = {}
     notes: list[str] = []
+    checks: dict[str, dict[str, PropensityDiagnostics]] = {}
+    p_own: dict[str, dict[str, np.ndarray]] = {}
     per_model: dict[str, pd.DataFrame] = {}
     for m in models:
         d = sub[sub["model"] == m].sort_values("item").reset_index(drop=True)
         per_model[m] = d
-        r, fit, wd, nt = _report_model(m, d, feats, truncate, method, n_boot, seed, guess_rate, alpha)
+        r, fit, wd, nt, ck, p_own[m] = _report_model(m, d, feats, truncate, method, n_boot, seed, guess_rate, alpha)
         rows += r
         notes += nt
+        if ck:
+            checks[m] = ck
         if fit is not None and wd is not None:
             fits[m], wdiag[m] = fit, wd
     if compare is not None:
-        rows += _report_compare(per_model, compare, feats, truncate, method, alpha)
+        r, ck_cmp, nt = _report_compare(per_model, compare, feats, truncate, method, alpha, p_own)
+        rows += r
+        notes += nt
+        for k, v in ck_cmp.items():
+            checks.setdefault(k, {}).update(v)
     out = pd.DataFrame(rows)
     if "note" in out.columns:
         out["note"] = out["note"].fillna("")
     # one object (compared by identity), so that pd.concat of several reports works
-    out.attrs["missing"] = MissingDetails(by_reason, by_cluster, fits, wdiag, notes)
+    out.attrs["missing"] = MissingDetails(by_reason, by_cluster, fits, wdiag, notes, checks)
     return out
 
 

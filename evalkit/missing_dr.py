@@ -47,7 +47,14 @@ from scipy import special
 from ._checks import as_labels, check_alpha, warn
 from .clustered import Estimate, _t_quantile, mean_estimate
 from .errors import EvalkitInputError, EvalkitWarning, OverlapWarning, SmallClustersWarning
-from .missing_propensity import PropensityFit, _as_features, propensity_fit
+from .missing_propensity import (
+    PropensityDiagnostics,
+    PropensityFit,
+    _as_features,
+    _draw_diagnostics,
+    propensity_diagnostics,
+    propensity_fit,
+)
 
 __all__ = [
     "NuisanceModel",
@@ -73,34 +80,40 @@ _CALIBRATION_BINS = 10
 # results
 # --------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True, eq=False)
-class DRDiagnostics:
-    """What to read before a doubly robust estimate: overlap, balance, calibration.
+@dataclass(eq=False)
+class DRDiagnostics(PropensityDiagnostics):
+    """What to read before a doubly robust estimate: the propensity's checks, and the outcome model's calibration.
+
+    The propensity part is :func:`evalkit.missing_propensity.propensity_diagnostics` of the
+    (out-of-fold, when cross-fitted) propensities ``pi_hat``, so its fields read as there:
 
     Attributes
     ----------
     overlap : DataFrame
-        Fitted propensities by response (rows ``answered``, ``missing``): count, min, 1%, 5%, 50%,
-        95%, 99% quantiles, max, and how many fall below :data:`OVERLAP_BOUND`.
+        Fitted propensities by response (rows ``answered``, ``missing``): ``n`` and the min, 5%,
+        50%, 95% quantiles and max.
     balance : DataFrame
-        One row per feature (propensity and outcome features): the standardised mean difference
-        between the answered items and all items, before (``smd_raw``) and after (``smd_weighted``)
-        weighting the answered items by ``1 / pi_hat``; the unit is the feature's SD over all items.
-        After weighting the answered items should look like all items (``|smd| < 0.1`` is the usual
-        rule of thumb).
+        One row per feature (propensity and outcome features, indexed by name) and one summary row
+        ``clusters (largest share gap)``: the means over all items, over the answered items and over
+        the answered items weighted by ``1 / pi_hat``, and the standardised mean differences against
+        all items before (``smd_raw``) and after (``smd_weighted``) weighting.
     calibration : DataFrame
-        The answered items in bins of the (out-of-fold, when cross-fitted) outcome prediction:
-        ``n``, mean predicted and observed accuracy. A well-specified outcome model puts them on
-        the diagonal.
+        Items in bins of ``pi_hat``: mean propensity, observed response rate, its binomial SE and ``z``.
+    problems : list of str
+        One sentence per failed propensity check (overlap, balance, calibration; thresholds as in
+        :func:`~evalkit.missing_propensity.propensity_diagnostics`); empty when every check passes
+        or when every item was answered (then nothing is weighted and the tables are empty).
+    outcome_calibration : DataFrame
+        The extra check of the outcome model: the answered items in bins of the (out-of-fold, when
+        cross-fitted) outcome prediction, ``bin``, ``n``, mean ``predicted`` and ``observed``
+        accuracy. A well-specified outcome model puts them on the diagonal.
     p_min, p_max : float
         Smallest and largest fitted propensity over all items.
     """
 
-    overlap: pd.DataFrame
-    balance: pd.DataFrame
-    calibration: pd.DataFrame
-    p_min: float
-    p_max: float
+    outcome_calibration: pd.DataFrame = field(default_factory=pd.DataFrame)
+    p_min: float = math.nan
+    p_max: float = math.nan
 
 
 @dataclass(frozen=True, eq=False)
@@ -350,35 +363,8 @@ def _nuisances(y: np.ndarray, obs: np.ndarray, clus: np.ndarray, Xo: np.ndarray 
 # diagnostics
 # --------------------------------------------------------------------------------------------
 
-def _overlap(p: np.ndarray, obs: np.ndarray, bound: float) -> pd.DataFrame:
-    rows = {}
-    for name, mask in (("answered", obs), ("missing", ~obs)):
-        v = p[mask]
-        if v.size == 0:
-            rows[name] = {"n": 0}
-            continue
-        q = np.quantile(v, [0.0, 0.01, 0.05, 0.5, 0.95, 0.99, 1.0])
-        rows[name] = {"n": int(v.size), "min": q[0], "q01": q[1], "q05": q[2], "median": q[3], "q95": q[4],
-                      "q99": q[5], "max": q[6], f"below_{bound:g}": int(np.sum(v < bound))}
-    return pd.DataFrame(rows).T
-
-
-def _balance(Xall: np.ndarray, names: list[str], obs: np.ndarray, p: np.ndarray) -> pd.DataFrame:
-    rows = []
-    w = np.where(obs, 1.0 / np.where(obs, p, 1.0), 0.0)
-    for k, name in enumerate(names):
-        x = Xall[:, k]
-        sd = x.std()
-        mu = x.mean()
-        raw = (x[obs].mean() - mu) / sd if sd > 0 else 0.0
-        wtd = (np.dot(w, x) / w.sum() - mu) / sd if sd > 0 else 0.0
-        rows.append({"feature": name, "mean_all": mu, "mean_answered": x[obs].mean(),
-                     "mean_answered_weighted": float(np.dot(w, x) / w.sum()), "smd_raw": raw, "smd_weighted": wtd})
-    return pd.DataFrame(rows, columns=["feature", "mean_all", "mean_answered", "mean_answered_weighted",
-                                       "smd_raw", "smd_weighted"])
-
-
-def _calibration(m: np.ndarray, y: np.ndarray, obs: np.ndarray, bins: int = _CALIBRATION_BINS) -> pd.DataFrame:
+def _outcome_calibration(m: np.ndarray, y: np.ndarray, obs: np.ndarray,
+                         bins: int = _CALIBRATION_BINS) -> pd.DataFrame:
     mo, yo = m[obs], y[obs]
     edges = np.unique(np.quantile(mo, np.linspace(0, 1, bins + 1)))
     if edges.size < 2:
@@ -389,17 +375,27 @@ def _calibration(m: np.ndarray, y: np.ndarray, obs: np.ndarray, bins: int = _CAL
     return out
 
 
-def _diagnostics(p: np.ndarray, m: np.ndarray, y: np.ndarray, obs: np.ndarray,
-                 feats: list[tuple[np.ndarray, list[str]]], bound: float) -> DRDiagnostics:
+def _diagnostics(p: np.ndarray, m: np.ndarray, y: np.ndarray, obs: np.ndarray, clus: np.ndarray,
+                 feats: list[tuple[np.ndarray, list[str]]]) -> DRDiagnostics:
+    """The propensity's checks (:func:`propensity_diagnostics` on every feature of either model and the clusters)
+    with the outcome model's calibration."""
     cols, names = [], []
     for X, nm in feats:
         for k, name in enumerate(nm):
             if name not in names:
                 cols.append(X[:, k])
                 names.append(name)
-    Xall = np.column_stack(cols) if cols else np.zeros((y.size, 0))
-    return DRDiagnostics(_overlap(p, obs, bound), _balance(Xall, names, obs, p), _calibration(m, y, obs),
-                         float(p.min()), float(p.max()))
+    if obs.all():  # nothing is missing: no propensity to check, nothing weighted
+        checks = PropensityDiagnostics(
+            pd.DataFrame(columns=["n", "min", "q05", "median", "q95", "max"]),
+            pd.DataFrame(columns=["mean_all", "mean_answered", "mean_weighted", "smd_raw", "smd_weighted"]),
+            pd.DataFrame(columns=["n", "p_mean", "response_rate", "se", "z"]), [])
+    else:
+        X_all = pd.DataFrame(np.column_stack(cols), columns=names) if cols else None
+        checks = propensity_diagnostics(obs.astype(float), p, X_all, clus, plot=False)
+    return DRDiagnostics(checks.overlap, checks.balance, checks.calibration, checks.problems,
+                         outcome_calibration=_outcome_calibration(m, y, obs), p_min=float(p.min()),
+                         p_max=float(p.max()))
 
 
 # --------------------------------------------------------------------------------------------
@@ -595,8 +591,7 @@ def dr_estimate(correct: npt.ArrayLike, clusters: npt.ArrayLike, *, features: An
     if normalise:
         phi = _pseudo_normalised(y, obs, m, p, fold)
     label = _label(outcome_model, propensity_model, cross_fit, folds, normalise)
-    return _result(phi, clus, se, alpha, label, m, p, fold,
-                   _diagnostics(p, m, y, obs, [(Xp, npn), (Xo, no)], overlap_bound))
+    return _result(phi, clus, se, alpha, label, m, p, fold, _diagnostics(p, m, y, obs, clus, [(Xp, npn), (Xo, no)]))
 
 
 def _result(phi: np.ndarray, clus: np.ndarray, se: str, alpha: float, label: str, m: np.ndarray, p: np.ndarray,
@@ -731,13 +726,16 @@ def _or_estimate(correct: npt.ArrayLike, clusters: npt.ArrayLike, features: Any 
 # --------------------------------------------------------------------------------------------
 
 def dr_diagnostics_plot(est: DREstimate, *, correct: npt.ArrayLike | None = None, ax: Any = None) -> Any:
-    """Three panels to read before a DR estimate: overlap, balance, calibration.
+    """Four panels to read before a DR estimate: the propensity's three checks and the outcome model's calibration.
 
-    Overlap: histograms of the fitted propensities of the answered and the missing items (mass
-    near 0 among the missing means extrapolation). Balance: each feature's standardised mean
-    difference between the answered and all items, before and after inverse-propensity
-    weighting (a "love plot"; the dotted lines are +/- 0.1). Calibration: the answered items'
-    mean outcome against the mean prediction, in bins of the prediction.
+    The first three are the panels of :func:`evalkit.missing_propensity.propensity_diagnostics`,
+    drawn from ``est.diagnostics``. Overlap: histograms of the fitted propensities of the answered
+    and the missing items (mass near 0 among the missing means extrapolation). Balance: each
+    feature's and the cluster shares' absolute standardised mean difference between the answered
+    and all items, before and after inverse-propensity weighting (the dotted line is 0.1).
+    Propensity calibration: the observed response rate against the mean propensity, in bins of
+    the propensity (±2 SE). Outcome calibration: the answered items' mean outcome against the
+    mean prediction, in bins of the prediction.
 
     Paper: [MISSING].
 
@@ -748,7 +746,7 @@ def dr_diagnostics_plot(est: DREstimate, *, correct: npt.ArrayLike | None = None
     correct : (n,) array, optional
         The outcomes given to :func:`dr_estimate`, to split the propensities by response; without
         them the split is read from the pseudo-outcomes (``phi == m_hat`` exactly for missing items).
-    ax : sequence of three matplotlib Axes, optional
+    ax : sequence of four matplotlib Axes, optional
 
     Returns
     -------
@@ -757,7 +755,7 @@ def dr_diagnostics_plot(est: DREstimate, *, correct: npt.ArrayLike | None = None
     Raises
     ------
     EvalkitInputError
-        A paired difference (plot its ``parts``).
+        A paired difference (plot its ``parts``), or ``ax`` not four Axes.
     """
     import matplotlib.pyplot as plt
 
@@ -771,30 +769,20 @@ def dr_diagnostics_plot(est: DREstimate, *, correct: npt.ArrayLike | None = None
     else:
         obs = est.pseudo != est.outcome
     if ax is None:
-        fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+        fig, axes = plt.subplots(1, 4, figsize=(15, 3.6))
     else:
         axes = list(ax)
+        if len(axes) != 4:
+            raise EvalkitInputError("ax", f"ax must be four Axes (overlap, balance, propensity and outcome "
+                                          f"calibration), got {len(axes)}")
         fig = axes[0].figure
-    bins = np.linspace(0, 1, 41)
-    axes[0].hist(est.propensity[obs], bins=bins, alpha=0.6, label="answered", density=True)
-    if (~obs).any():
-        axes[0].hist(est.propensity[~obs], bins=bins, alpha=0.6, label="missing", density=True)
-    axes[0].set(xlabel="fitted propensity", ylabel="density", title="overlap")
-    axes[0].legend(frameon=False)
-    bal = est.diagnostics.balance
-    yy = np.arange(len(bal))
-    axes[1].scatter(bal["smd_raw"], yy, label="answered vs all", marker="o")
-    axes[1].scatter(bal["smd_weighted"], yy, label="weighted", marker="x")
-    axes[1].axvline(0, color="0.3", lw=0.8)
-    for v in (-0.1, 0.1):
-        axes[1].axvline(v, color="0.5", ls=":", lw=0.8)
-    axes[1].set_yticks(yy, bal["feature"].tolist())
-    axes[1].set(xlabel="standardised mean difference", title="balance")
-    axes[1].legend(frameon=False, fontsize="small")
-    cal = est.diagnostics.calibration
-    axes[2].plot([0, 1], [0, 1], color="0.5", ls=":", lw=0.8)
-    axes[2].scatter(cal["predicted"], cal["observed"], s=12 + 60 * cal["n"] / cal["n"].max())
-    axes[2].set(xlabel="mean predicted (answered items)", ylabel="observed accuracy", title="calibration",
+    dg = est.diagnostics
+    _draw_diagnostics(axes[:3], est.propensity, obs, dg.balance, dg.calibration)
+    axes[2].set_title("propensity calibration (±2 SE)")
+    cal = dg.outcome_calibration
+    axes[3].plot([0, 1], [0, 1], color="0.5", ls=":", lw=0.8)
+    axes[3].scatter(cal["predicted"], cal["observed"], s=12 + 60 * cal["n"] / cal["n"].max())
+    axes[3].set(xlabel="mean predicted (answered items)", ylabel="observed accuracy", title="outcome calibration",
                 xlim=(0, 1), ylim=(0, 1))
     from .plots import _tight
     _tight(fig)

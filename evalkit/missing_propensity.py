@@ -14,9 +14,9 @@ Language Model Evaluation). Taught in ``notebooks/02.1-missing-responses-mechani
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -942,14 +942,22 @@ def propensity_diagnostics(R: npt.ArrayLike, p: npt.ArrayLike | PropensityFit, X
 def _diagnostics_figure(p: np.ndarray, obs: np.ndarray, balance: pd.DataFrame, calibration: pd.DataFrame) -> object:
     from matplotlib.figure import Figure
 
+    fig = Figure(figsize=(12, 3.8), layout="constrained")
+    _draw_diagnostics(fig.subplots(1, 3), p, obs, balance, calibration)
+    return fig
+
+
+def _draw_diagnostics(axes: Sequence[Any], p: np.ndarray, obs: np.ndarray, balance: pd.DataFrame,
+                      calibration: pd.DataFrame) -> None:
+    """The three panels of :class:`PropensityDiagnostics` (overlap, balance, calibration) on three given Axes."""
     from .plots import plot_color
 
-    fig = Figure(figsize=(12, 3.8), layout="constrained")
-    a1, a2, a3 = fig.subplots(1, 3)
+    a1, a2, a3 = axes
     bins = np.linspace(0, 1, 26)
     a1.hist(p[obs], bins=bins, alpha=0.6, color=plot_color("CR1"), label=f"answered ({int(obs.sum())})", density=True)
-    a1.hist(p[~obs], bins=bins, alpha=0.6, color=plot_color("iid"), label=f"missing ({int((~obs).sum())})",
-            density=True)
+    if (~obs).any():
+        a1.hist(p[~obs], bins=bins, alpha=0.6, color=plot_color("iid"), label=f"missing ({int((~obs).sum())})",
+                density=True)
     a1.axvline(_OVERLAP_P_MIN, color=plot_color("neutral"), ls=":", lw=1)
     a1.set(xlabel="fitted propensity p", ylabel="density", title="overlap")
     a1.legend(frameon=True, fontsize=9)
@@ -959,11 +967,11 @@ def _diagnostics_figure(p: np.ndarray, obs: np.ndarray, balance: pd.DataFrame, c
                label="answered, weighted 1/p", zorder=3)
     a2.axvline(_BALANCE_SMD_MAX, color=plot_color("neutral"), ls=":", lw=1)
     a2.set_yticks(y, [str(i) for i in balance.index], fontsize=9)
-    a2.set(xlabel="|standardised mean difference|", title="balance")
-    a2.legend(frameon=True, fontsize=9)
+    a2.set(xlabel="|standardised mean difference|", title="balance", ylim=(-0.5, 1.45 * len(balance)))
+    a2.legend(frameon=True, fontsize=9, loc="upper right")  # above the rows, hiding no point
     a3.plot([0, 1], [0, 1], color=plot_color("neutral"), ls=":", lw=1)
-    a3.errorbar(calibration["p_mean"], calibration["response_rate"], yerr=2 * calibration["se"], fmt="o",
-                color=plot_color("ipw_ri"))
+    if len(calibration):
+        a3.errorbar(calibration["p_mean"], calibration["response_rate"], yerr=2 * calibration["se"], fmt="o",
+                    color=plot_color("ipw_ri"))
     a3.set(xlabel="mean fitted propensity (bin)", ylabel="observed response rate", title="calibration (±2 SE)",
            xlim=(0, 1.02), ylim=(0, 1.05))
-    return fig

@@ -651,6 +651,47 @@ def test_report_names_a_cluster_without_respondents() -> None:
     assert any("11 of 12" in n for n in r.attrs["missing"].notes)
 
 
+def test_report_checks_every_propensity_it_fits_and_names_the_one_that_fails() -> None:
+    """Each propensity of the report (plain logistic, random intercept, DR's cross-fitted one) is checked, and a
+    failed check is a note naming the model and that propensity."""
+    full = ek.simulate_clustered(n_clusters=20, cluster_size=50, mean=0.6, icc=0.2, rng=71, beta_x=1.0)
+    a = ek.simulate_missing(full, mechanism="mar_cluster", response_rate=0.8, strength=1.5, rng=72)
+    r = missing_report(a, features=["x"])
+    det = r.attrs["missing"]
+    assert set(det.checks["sim"]) == {"plain logistic", "random intercept", "doubly robust, cross-fitted logistic"}
+    assert det.checks["sim"]["random intercept"] is det.weights["sim"]["propensity_checks"]
+    assert isinstance(det.checks["sim"]["doubly robust, cross-fitted logistic"], ek.DRDiagnostics)
+    # missingness by cluster: x alone leaves the cluster shares off, the random intercept repairs them
+    assert any(n.startswith("model 'sim': propensity check failed (plain logistic): balance") for n in det.notes)
+    assert det.checks["sim"]["random intercept"].ok
+    assert not any("(random intercept)" in n for n in det.notes)
+    for name, c in det.checks["sim"].items():
+        assert sum(f"({name}): {p}" in n for n in det.notes for p in c.problems) == len(c.problems), name
+    # severe non-overlap: response driven hard by x, so answered items with p < 0.05 and missing items below them
+    hard = ek.simulate_clustered(n_clusters=30, cluster_size=30, mean=0.6, icc=0.1, rng=3, beta_x=1.0)
+    hard = ek.simulate_missing(hard, mechanism="mar", response_rate=0.6, strength=4.0, rng=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EvalkitWarning)
+        notes = missing_report(hard, features=["x"]).attrs["missing"].notes
+    assert any(n.startswith("model 'sim': propensity check failed (plain logistic): overlap: ") and "p < 0.05" in n
+               for n in notes), notes
+
+
+def test_report_checks_the_comparison_propensities_that_are_not_the_models_own() -> None:
+    full = ek.simulate_clustered(n_clusters=30, cluster_size=30, mean=0.6, icc=0.1, rng=3, beta_x=1.0)
+    a = ek.simulate_missing(full, mechanism="mar_cluster", response_rate=0.7, strength=2.0, rng=5).assign(model="a")
+    b = ek.simulate_missing(full, mechanism="mcar", response_rate=0.9, rng=6).assign(model="b")
+    b = b[b["cluster"] != b["cluster"].iloc[0]]           # b ran on 29 of the 30 clusters
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EvalkitWarning)
+        det = missing_report(pd.concat([a, b]), compare=("a", "b")).attrs["missing"]
+    label = "plain logistic, comparison on the 870 items shared with 'b'"
+    assert label in det.checks["a"] and not det.checks["a"][label].ok
+    assert any(n.startswith(f"model 'a': propensity check failed ({label}): balance") for n in det.notes)
+    # b's comparison propensities are its own (the same items and features): checked once, with its rows
+    assert set(det.checks["b"]) == {"plain logistic", "random intercept"}
+
+
 def test_report_flags_heavy_truncation_and_shows_the_untruncated_row() -> None:
     a = _sim(67, n_clusters=20, size=30, strength=2.5, rate=0.6)
     with pytest.warns(EvalkitWarning, match="of the weight mass"):

@@ -174,17 +174,50 @@ def test_diagnostics_are_returned_and_read_right() -> None:
     d = _data(7)
     e = ek.dr_estimate(d["correct"], d["cluster"], features=d[["x", "u"]], folds=5, seed=0)
     dg = e.diagnostics
+    assert isinstance(dg, ek.PropensityDiagnostics)     # the propensity part is propensity_diagnostics'
     assert list(dg.overlap.index) == ["answered", "missing"]
     assert int(dg.overlap.loc["answered", "n"]) == int(d["correct"].notna().sum())
-    b = dg.balance.set_index("feature")
+    b = dg.balance
+    assert list(b.index) == ["x", "u", "clusters (largest share gap)"]
     # response depends on x and u, so the answered items differ from all items; weighting removes most of it
-    assert (b["smd_raw"].abs() > 0.1).all()
-    assert (b["smd_weighted"].abs() < b["smd_raw"].abs() / 2).all()
-    assert dg.calibration["n"].sum() == int(d["correct"].notna().sum())
+    assert (b.loc[["x", "u"], "smd_raw"].abs() > 0.1).all()
+    assert (b.loc[["x", "u"], "smd_weighted"].abs() < b.loc[["x", "u"], "smd_raw"].abs() / 2).all()
+    # the same checks as propensity_diagnostics on the out-of-fold propensities
+    same = ek.propensity_diagnostics(d["correct"].notna(), e.propensity, d[["x", "u"]], d["cluster"], plot=False)
+    pd.testing.assert_frame_equal(dg.balance, same.balance)
+    pd.testing.assert_frame_equal(dg.calibration, same.calibration)
+    assert dg.problems == same.problems and dg.ok == (not same.problems)
+    assert dg.calibration["n"].sum() == len(d)             # propensity calibration: all items
+    assert dg.outcome_calibration["n"].sum() == int(d["correct"].notna().sum())   # outcome: the answered ones
+    assert dg.p_min == pytest.approx(e.propensity.min()) and dg.p_max == pytest.approx(e.propensity.max())
     import matplotlib
     matplotlib.use("Agg")
     fig = ek.dr_diagnostics_plot(e, correct=d["correct"])
-    assert len(fig.axes) == 3
+    assert len(fig.axes) == 4
+    with pytest.raises(EvalkitInputError, match="four Axes"):
+        ek.dr_diagnostics_plot(e, ax=fig.axes[:3])
+
+
+def test_diagnostics_report_a_failed_propensity_check() -> None:
+    """A propensity that ignores what drives response fails its checks, and the diagnostics say which."""
+    d = _data(9)
+    flat = np.full(len(d), float(d["correct"].notna().mean()))   # response depends on x and u; this ignores both
+    e = ek.dr_estimate(d["correct"], d["cluster"], features=d[["x", "u"]], propensity_model=flat)
+    assert not e.diagnostics.ok
+    assert any(p.startswith("balance: after weighting ['x', 'u']") for p in e.diagnostics.problems)
+    tiny = np.where(d["correct"].notna(), 0.02, 0.5)              # answered items with weights of 50
+    e = ek.dr_estimate(d["correct"], d["cluster"], features=d[["x"]], propensity_model=tiny)
+    assert any(p.startswith("overlap: ") and "p < 0.05" in p for p in e.diagnostics.problems)
+    # missingness driven by the cluster: folds of whole clusters cannot learn a held-out cluster's effect
+    full = ek.simulate_clustered(n_clusters=20, cluster_size=50, mean=0.6, icc=0.2, rng=71, beta_x=1.0)
+    c = ek.simulate_missing(full, mechanism="mar_cluster", response_rate=0.8, strength=1.5, rng=72)
+    e = ek.dr_estimate(c["correct"], c["cluster"], features=c[["x"]], folds=5, seed=0)
+    assert any(p.startswith("balance: after weighting ['clusters (largest share gap)']")
+               for p in e.diagnostics.problems)
+    # nothing missing: nothing weighted, no check fails, the outcome calibration is still there
+    e = ek.dr_estimate(full["correct"], full["cluster"], features=full[["x"]])
+    assert e.diagnostics.problems == [] and e.diagnostics.overlap.empty
+    assert e.diagnostics.outcome_calibration["n"].sum() == len(full)
 
 
 def test_paired_difference_is_the_mean_of_differences_of_pseudo_outcomes() -> None:
