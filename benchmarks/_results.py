@@ -59,14 +59,9 @@ def _blas() -> dict[str, Any] | None:
     OpenBLAS picks a kernel by CPU at load time (``OPENBLAS_CORETYPE`` overrides it); timings and the
     last bits of some results depend on it, so it is part of a result's provenance.
     """
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        return None
-    for lib in threadpool_info():
-        if lib.get("user_api") == "blas":
-            return {k: lib.get(k) for k in ("internal_api", "version", "architecture", "num_threads")}
-    return None
+    from evalkit.datasets import _blas_info
+
+    return _blas_info()
 
 
 def write_results(name: str, payload: dict[str, Any], argv: list[str] | None = None) -> Path:

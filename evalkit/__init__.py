@@ -78,6 +78,8 @@ from .datasets import (
     oll_factors_load,
     oll_matrix_draw,
     results_load,
+    show_versions,
+    versions,
 )
 from .ecc import (
     ECC_TEXT_FIELDS,
@@ -266,6 +268,8 @@ __all__ = [
     "alpaca_pairs",
     "oll_factors_load",
     "oll_matrix_draw",
+    "show_versions",
+    "versions",
     "results_load",
     "example_path",
     # clustered inference

@@ -75,6 +75,8 @@ __all__ = [
     "alpaca_pairs",
     "oll_factors_load",
     "oll_matrix_draw",
+    "versions",
+    "show_versions",
 ]
 
 ENV_VAR = "EVALKIT_DATA"
@@ -1378,3 +1380,68 @@ def example_path(rel: str) -> Path:
     raise EvalkitInputNotFoundError(
         "rel", f"rel {rel!r} was not found in {[str(f) for f in EXAMPLES_DIRS]}: restore it with "
         f"`git checkout -- {inside[0]}` in a clone, or reinstall evalkit (`pip install --force-reinstall evalkit`)")
+
+
+# --------------------------------------------------------------------------------------------
+# Provenance of a notebook's outputs: the software they were computed with
+# --------------------------------------------------------------------------------------------
+
+_VERSIONED = ("numpy", "scipy", "pandas", "matplotlib")
+
+
+def _blas_info() -> dict[str, Any] | None:
+    """The BLAS numpy uses: library, version, the kernel chosen for this CPU and its threads.
+
+    ``None`` when it cannot be read. OpenBLAS picks a kernel by CPU when it loads
+    (``OPENBLAS_CORETYPE`` overrides it); the last digits of some results depend on it.
+    """
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:  # pragma: no cover - a declared dependency
+        return None
+    for lib in threadpool_info():
+        if lib.get("user_api") == "blas":
+            return {k: lib.get(k) for k in ("internal_api", "version", "architecture", "num_threads")}
+    return None
+
+
+def versions() -> dict[str, str]:
+    """The versions of Python, evalkit and its numerical libraries, and the BLAS numpy uses.
+
+    Returns
+    -------
+    dict
+        ``{"python": ..., "evalkit": ..., "numpy": ..., "scipy": ..., "pandas": ...,
+        "matplotlib": ..., "blas": ...}``; ``blas`` is ``"<library> <version> (<kernel>)"`` or
+        ``"unknown"``.
+
+    Examples
+    --------
+    >>> v = versions()
+    >>> sorted(v) == sorted(["python", "evalkit", "numpy", "scipy", "pandas", "matplotlib", "blas"])
+    True
+    """
+    import importlib
+    import platform
+
+    from . import __version__
+
+    out = {"python": platform.python_version(), "evalkit": __version__}
+    for name in _VERSIONED:
+        out[name] = str(importlib.import_module(name).__version__)
+    blas = _blas_info()
+    out["blas"] = "unknown" if blas is None else f"{blas['internal_api']} {blas['version']} ({blas['architecture']})"
+    return out
+
+
+def show_versions() -> None:
+    """Print :func:`versions` on one line, so that saved outputs say what computed them.
+
+    Examples
+    --------
+    >>> show_versions()  # doctest: +ELLIPSIS
+    Python ... · evalkit ... · numpy ... · scipy ... · pandas ... · matplotlib ... · BLAS ...
+    """
+    v = versions()
+    print(" · ".join([f"Python {v['python']}", f"evalkit {v['evalkit']}"]
+                     + [f"{name} {v[name]}" for name in _VERSIONED] + [f"BLAS {v['blas']}"]))

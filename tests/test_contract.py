@@ -482,6 +482,8 @@ DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
     "matrix_to_long": [("m", lambda: ek.matrix_to_long(NOT_A_FRAME))],
     "dataset_search_path": [],   # no argument: nothing to refuse
     "dataset_list": [],          # no argument
+    "versions": [],              # no argument
+    "show_versions": [],         # no argument
     "dataset_info": [("name", lambda: ek.dataset_info("no_such_dataset"))],
     "dataset_path": [("name", lambda: ek.dataset_path("no_such_dataset", "x.csv"))],
     "dataset_load": [("name", lambda: ek.dataset_load("no_such_dataset")),

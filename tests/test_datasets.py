@@ -764,3 +764,19 @@ def test_spec_for_files_evalkit_computes() -> None:
     assert spec.source_url == "evalkit: scripts/build_x.py"
     assert spec.upstream == {} and spec.texts == ""
     assert DATASETS["chembench"].source_url == "https://github.com/lamalab-org/chembench-paper"
+
+
+def test_versions_name_the_running_libraries(capsys):
+    import numpy
+    import pandas
+    import scipy
+
+    import evalkit as ek
+
+    v = ek.versions()
+    assert v["numpy"] == numpy.__version__ and v["scipy"] == scipy.__version__
+    assert v["pandas"] == pandas.__version__ and v["evalkit"] == ek.__version__
+    assert v["blas"] == "unknown" or v["blas"].split()[0] in {"openblas", "mkl", "blis", "flexiblas"}
+    ek.show_versions()
+    line = capsys.readouterr().out.strip()
+    assert line.count("\n") == 0 and f"numpy {numpy.__version__}" in line and line.startswith("Python ")
