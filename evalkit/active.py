@@ -17,8 +17,8 @@ Statistical Guarantees", arXiv 2601.20251; docs/methods/faq-active-evaluation.md
 
 Every baseline runs through the same :func:`active_run` (``METHODS``): uniform sampling,
 post-hoc stratification by factor-model difficulty, a PPI++ control variate on the static
-predictions, sequential active inference, FAQ without replacement (invalid: it shows the
-undercoverage), and one labelled evalkit extension (``faq_weighted``).
+predictions, sequential active inference, FAQ without replacement (its interval has no guarantee; it
+measures what dropping replacement does), and one labelled evalkit extension (``faq_weighted``).
 
 The evaluation layer is in :mod:`evalkit.active_evaluation` (tuning, the three ESS definitions of
 :func:`active_evaluate`, the ceiling, the semi-synthetic leaderboards, :func:`active_study`,
