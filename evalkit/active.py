@@ -54,7 +54,7 @@ from ._checks import (
     one_blas_thread,
     warn,
 )
-from .clustered import Estimate
+from .clustered import Estimate, _calibration_bins
 from .errors import ConvergenceWarning, DegenerateDataWarning, EvalkitInputError, RangeWarning
 
 __all__ = [
@@ -286,6 +286,89 @@ def active_factor_fit(H: npt.ArrayLike, *, rank: int, weight_decay: float = 1.0,
                          weight_decay=float(weight_decay), objective=float(res.fun), converged=bool(res.success))
 
 
+def _holdout_split(arr: np.ndarray, holdout: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Hide a fraction ``holdout`` of the observed entries (flat indices chosen with ``seed``)."""
+    rng = np.random.default_rng(seed)
+    obs = np.flatnonzero(~np.isnan(arr))
+    hide = rng.choice(obs, size=max(1, int(round(holdout * obs.size))), replace=False)
+    flat = arr.copy().ravel()
+    flat[hide] = np.nan
+    return flat.reshape(arr.shape), hide
+
+
+def _heldout_logits(train: np.ndarray, hide: np.ndarray, *, rank: int, weight_decay: float,
+                    max_iter: int) -> tuple[np.ndarray, bool]:
+    """Fit on ``train`` and return the logits of the hidden entries (a model left with no observed
+    entry is predicted at the prior mean) and whether the fit converged."""
+    keep = ~np.isnan(train).all(axis=1)
+    fit = active_factor_fit(train[keep], rank=rank, weight_decay=weight_decay, max_iter=max_iter)
+    U = np.zeros((train.shape[0], fit.rank))
+    U[keep] = fit.U
+    U[~keep] = fit.prior_mean
+    hr, hc = np.unravel_index(hide, train.shape)
+    return np.einsum("ik,ik->i", U[hr], fit.V[hc]) + fit.b[hc], bool(fit.converged)
+
+
+def active_factor_calibration(H: npt.ArrayLike, factors: ActiveFactors, *, holdout: float = 0.1, seed: int,
+                              n_bins: int = 10, max_iter: int = 500) -> pd.DataFrame:
+    """Calibration of the factor model on held-out entries of the history.
+
+    The entries that :func:`active_factor_cv` hides with the same ``holdout`` and ``seed`` are hidden
+    again, the model is refitted on the rest at the rank and weight decay of ``factors``, and the
+    predicted probabilities of the hidden entries are cut into ``n_bins`` quantile bins. In each bin
+    the observed rate of correct answers should match the mean prediction. FAQ's estimate stays
+    unbiased whatever the predictions; what a miscalibrated model costs is gain, because its sampler
+    spends the budget by ``sqrt(p (1 - p))`` of predictions that are too sure or not sure enough.
+
+    Parameters
+    ----------
+    H : (n_models, n_items) array
+        The history the model was fitted to: 0/1 with NaN for unobserved.
+    factors : ActiveFactors
+        The fitted model whose rank and weight decay are checked.
+    holdout : float
+        Fraction of observed entries held out, in (0, 0.5].
+    seed : int
+        Chooses the held-out entries (the seed given to :func:`active_factor_cv` reproduces its split).
+    n_bins : int
+        Number of quantile bins (at least 2).
+    max_iter : int
+
+    Returns
+    -------
+    DataFrame
+        One row per bin: ``n``, ``p_mean`` (mean held-out prediction), ``observed`` (rate of correct
+        answers), ``gap = observed - p_mean``, ``se`` (binomial, under the predictions) and
+        ``z = gap / se``. The binomial SE treats a bin's entries as independent; they share models
+        and items, so read ``gap`` in points first and ``z`` as optimistic. ``attrs["heldout_logloss"]``
+        holds the mean log loss of the hidden entries (for the seed of the cross-validation, the
+        value in ``factors.cv`` at this rank).
+
+    Raises
+    ------
+    EvalkitInputError
+        Bad ``H``, ``factors`` of another bank, ``holdout`` outside (0, 0.5] or fewer than 2 bins.
+    """
+    arr = _check_history(H)
+    if not isinstance(factors, ActiveFactors):
+        raise EvalkitInputError("factors", f"factors must be an ActiveFactors fit, got {type(factors).__name__}")
+    if factors.n_items != arr.shape[1]:
+        raise EvalkitInputError("factors", f"factors was fitted to {factors.n_items} items, H has {arr.shape[1]}")
+    check_seed(seed)
+    n_bins = check_int(n_bins, "n_bins", minimum=2)
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
+    if not 0 < holdout <= 0.5:
+        raise EvalkitInputError("holdout", f"holdout must be in (0, 0.5], got {holdout!r}")
+    train, hide = _holdout_split(arr, holdout, seed)
+    x, _ = _heldout_logits(train, hide, rank=factors.rank, weight_decay=factors.weight_decay,
+                           max_iter=max_iter)  # active_factor_fit warns if the refit stops early
+    y = arr.ravel()[hide]
+    table = _calibration_bins(_sigmoid(x), y, n_bins).rename(columns={"rate": "observed"})
+    table.insert(3, "gap", table["observed"] - table["p_mean"])
+    table.attrs["heldout_logloss"] = float(np.mean(np.logaddexp(0.0, x) - y * x))
+    return table
+
+
 def active_factor_cv(H: npt.ArrayLike, *, ranks: Sequence[int] = (2, 4, 8, 16, 32),
                      weight_decays: Sequence[float] = (1.0,), holdout: float = 0.1, seed: int,
                      max_iter: int = 500) -> ActiveFactors:
@@ -324,27 +407,17 @@ def active_factor_cv(H: npt.ArrayLike, *, ranks: Sequence[int] = (2, 4, 8, 16, 3
         raise EvalkitInputError("holdout", f"holdout must be in (0, 0.5], got {holdout!r}")
     if len(ranks) == 0 or len(weight_decays) == 0:
         raise EvalkitInputError("ranks", "give at least one rank and one weight decay")
-    rng = np.random.default_rng(seed)
-    obs = np.flatnonzero(~np.isnan(arr))
-    hide = rng.choice(obs, size=max(1, int(round(holdout * obs.size))), replace=False)
-    flat = arr.copy().ravel()
-    flat[hide] = np.nan
-    train = flat.reshape(arr.shape)
-    keep = ~np.isnan(train).all(axis=1)
+    train, hide = _holdout_split(arr, holdout, seed)
     rows = []
-    hr, hc = np.unravel_index(hide, arr.shape)
+    y = arr.ravel()[hide]
     for k in ranks:
         for lam in weight_decays:
-            fit = active_factor_fit(train[keep], rank=int(k), weight_decay=float(lam), max_iter=max_iter)
-            U = np.zeros((arr.shape[0], fit.rank))
-            U[keep] = fit.U
-            U[~keep] = fit.prior_mean
-            x = np.einsum("ik,ik->i", U[hr], fit.V[hc]) + fit.b[hc]
-            y = arr.ravel()[hide]
+            x, fit_converged = _heldout_logits(train, hide, rank=int(k), weight_decay=float(lam),
+                                               max_iter=max_iter)
             ll = float(np.mean(np.logaddexp(0.0, x) - y * x))
             acc = float(np.mean((x > 0) == (y == 1)))
             rows.append({"rank": int(k), "weight_decay": float(lam), "heldout_logloss": ll,
-                         "heldout_accuracy": acc, "converged": fit.converged})
+                         "heldout_accuracy": acc, "converged": fit_converged})
     cv = pd.DataFrame(rows)
     i_best = int(np.argmin(cv["heldout_logloss"].to_numpy()))
     final = active_factor_fit(arr, rank=int(cv["rank"].to_numpy()[i_best]),

@@ -1108,3 +1108,22 @@ def deff_empirical(y: npt.ArrayLike, clusters: npt.ArrayLike, *, weights: npt.Ar
         raise EvalkitInputError("y", "all outcomes are identical: the design effect is undefined")
     v_cl = cluster_scores_variance(scores, codes, uniques.size, W, "CR0")
     return float(v_cl / v_iid)
+
+
+def _calibration_bins(p: np.ndarray, y: np.ndarray, n_bins: int) -> pd.DataFrame:
+    """Quantile bins of predicted probabilities ``p`` against the 0/1 outcomes ``y``.
+
+    One row per bin: ``n``, the mean prediction ``p_mean``, the observed rate ``rate``, its binomial
+    standard error under the predictions ``se = sqrt(p_mean (1 - p_mean) / n)`` and ``z = (rate - p_mean) / se``.
+    The binomial SE treats the entries of a bin as independent. Shared by the propensity and
+    factor-model calibration checks.
+    """
+    edges = np.unique(np.quantile(p, np.linspace(0, 1, int(n_bins) + 1)))
+    b = np.clip(np.searchsorted(edges, p, side="right") - 1, 0, max(edges.size - 2, 0))
+    rows = []
+    for k in np.unique(b):
+        m = b == k
+        pm, rate, nk = float(p[m].mean()), float(y[m].mean()), int(m.sum())
+        se = math.sqrt(max(pm * (1 - pm), 1e-12) / nk)
+        rows.append({"bin": int(k), "n": nk, "p_mean": pm, "rate": rate, "se": se, "z": (rate - pm) / se})
+    return pd.DataFrame(rows, columns=["bin", "n", "p_mean", "rate", "se", "z"]).set_index("bin")

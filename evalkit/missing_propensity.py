@@ -24,6 +24,7 @@ import pandas as pd
 from scipy import optimize, special
 
 from ._checks import as_labels, as_probabilities, check_int, check_same_label_kind, label_kind, warn
+from .clustered import _calibration_bins
 from .errors import EvalkitInputError
 
 __all__ = ["PropensityDiagnostics", "PropensityFit", "PropensityKind", "propensity_diagnostics", "propensity_fit"]
@@ -920,15 +921,7 @@ def propensity_diagnostics(R: npt.ArrayLike, p: npt.ArrayLike | PropensityFit, X
                         "(add the term, or a cluster effect)")
 
     # calibration
-    edges = np.unique(np.quantile(pv, np.linspace(0, 1, int(n_bins) + 1)))
-    b = np.clip(np.searchsorted(edges, pv, side="right") - 1, 0, max(edges.size - 2, 0))
-    crow = []
-    for k in np.unique(b):
-        m = b == k
-        pm, rate, nk = float(pv[m].mean()), float(Rv[m].mean()), int(m.sum())
-        se = math.sqrt(max(pm * (1 - pm), 1e-12) / nk)
-        crow.append({"bin": int(k), "n": nk, "p_mean": pm, "response_rate": rate, "se": se, "z": (rate - pm) / se})
-    calibration = pd.DataFrame(crow).set_index("bin")
+    calibration = _calibration_bins(pv, Rv, int(n_bins)).rename(columns={"rate": "response_rate"})
     off = calibration.index[calibration["z"].abs() > _CALIB_Z_MAX].tolist()
     if off:
         problems.append(f"calibration: {len(off)} of {len(calibration)} propensity bins are more than "

@@ -24,6 +24,7 @@ from evalkit.active import (
     _laplace_step,
     _ppi_mean,
     _rngs,
+    active_factor_calibration,
     active_factor_cv,
     active_factor_fit,
     active_run,
@@ -75,6 +76,51 @@ def test_factor_cv_prefers_true_rank_over_rank_one(world):
     ll = dict(zip(fit.cv["rank"], fit.cv["heldout_logloss"], strict=True))
     assert ll[3] < ll[1]
     assert fit.rank == 3
+
+
+def test_factor_calibration_uses_the_cv_split(world):
+    """Intent: the check hides the entries the rank search hid (same seed): its held-out log loss is the
+    CV's at that rank, and its bins partition the hidden entries into near-equal quantile bins."""
+    cvfit = active_factor_cv(world["H"], ranks=(RANK,), seed=5)
+    cal = active_factor_calibration(world["H"], cvfit, seed=5)
+    assert cvfit.cv is not None
+    assert cal.attrs["heldout_logloss"] == pytest.approx(float(cvfit.cv["heldout_logloss"].iloc[0]), rel=1e-12)
+    n_hidden = int(round(0.1 * np.isfinite(world["H"]).sum()))
+    assert int(cal["n"].sum()) == n_hidden and len(cal) == 10
+    assert cal["n"].max() - cal["n"].min() <= 1
+    assert (np.diff(cal["p_mean"].to_numpy()) > 0).all()
+    np.testing.assert_allclose(cal["gap"], cal["observed"] - cal["p_mean"])
+    np.testing.assert_allclose(cal["z"], cal["gap"] / cal["se"])
+
+
+def test_factor_calibration_known_truth():
+    """Intent: a correctly specified model fitted on long rows (1,500 items per model, so each model's
+    factor is estimated precisely) is calibrated: every bin within 4 binomial SEs (a calibrated model
+    fails this with probability about 6e-4 over 10 bins). On short, gappy rows (the fixture: about 320
+    entries per model) the fitted factors are noisy and the held-out predictions too extreme: the lowest
+    bin is answered correctly more often than predicted, the highest less often, each beyond 3 SEs."""
+    rng = np.random.default_rng(3)
+    U, V, b = rng.normal(0, 1, (300, 1)), rng.normal(0, 0.8, (1500, 1)), rng.normal(0, 1.0, 1500)
+    Y = (rng.random((300, 1500)) < 1 / (1 + np.exp(-(U @ V.T + b)))).astype(float)
+    cal = active_factor_calibration(Y, active_factor_fit(Y, rank=1), seed=3)
+    assert (cal["z"].abs() < 4).all(), cal
+    U, V, b, Yw = _world(7, 260)
+    H = Yw[:200].copy()
+    H[np.random.default_rng(8).random(H.shape) < 0.2] = np.nan
+    short = active_factor_calibration(H, active_factor_fit(H, rank=RANK), seed=0)
+    assert short["z"].iloc[0] > 3 and short["z"].iloc[-1] < -3, short
+
+
+def test_factor_calibration_rejects_bad_input(world):
+    """Intent: the check names the argument it cannot use."""
+    with pytest.raises(EvalkitInputError, match="factors"):
+        active_factor_calibration(world["H"], "rank 3", seed=0)
+    with pytest.raises(EvalkitInputError, match="400 items"):
+        active_factor_calibration(world["H"][:, :50], world["fac"], seed=0)
+    with pytest.raises(EvalkitInputError, match="n_bins"):
+        active_factor_calibration(world["H"], world["fac"], seed=0, n_bins=1)
+    with pytest.raises(EvalkitInputError, match="holdout"):
+        active_factor_calibration(world["H"], world["fac"], seed=0, holdout=0.7)
 
 
 @pytest.mark.slow

@@ -581,6 +581,8 @@ DOOR: dict[str, list[tuple[str, Callable[[], Any]]]] = {
     "active_factor_fit": [("max_iter", lambda: ek.active_factor_fit(np.eye(4), rank=1, max_iter=0)),
                           ("rank", lambda: ek.active_factor_fit(np.eye(4), rank=0))],
     "active_factor_cv": [("seed", lambda: ek.active_factor_cv(np.eye(4), ranks=(1,), seed=None))],
+    "active_factor_calibration": [("seed", lambda: ek.active_factor_calibration(
+        np.eye(4), ek.active_factor_fit(np.eye(4), rank=1), seed=None))],
     "active_run": [("seed", lambda: ek.active_run(np.ones((1, 20)), _factors(), 5, seed=None)),
                    ("budget", lambda: ek.active_run(np.ones((1, 20)), _factors(), 0.5)),
                    ("Z", lambda: ek.active_run(100 * np.ones((1, 20)), _factors(), 5))],
