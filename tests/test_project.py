@@ -125,6 +125,20 @@ def test_notebook_is_committed_executed_top_to_bottom(path: pathlib.Path) -> Non
     assert not errors, f"{path.name}: cells {errors} were saved with an error"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_prints_the_versions_that_made_its_outputs(path: pathlib.Path) -> None:
+    """The set-up cell calls ek.show_versions(), and its saved output holds the line it printed."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    first = next(cell for cell in nb["cells"] if cell["cell_type"] == "code")
+    assert "ek.show_versions()" in "".join(first["source"]), (
+        f"{path.name}: call ek.show_versions() in the first code cell, so a reader knows what made the outputs"
+    )
+    printed = "".join("".join(out.get("text", "")) for out in first["outputs"] if out["output_type"] == "stream")
+    assert re.search(r"Python 3\.\d+\.\d+ · evalkit \S+ · numpy \S+", printed), (
+        f"{path.name}: the saved output of the first code cell does not hold the versions line; re-execute the notebook"
+    )
+
+
 def makefile_targets() -> set[str]:
     targets: set[str] = set()
     for line in (ROOT / "Makefile").read_text().splitlines():
